@@ -1,0 +1,34 @@
+"""kmt_ref: a readable NumPy reference for "Transformer Circuits Can Realize
+Clustering Algorithms" (Park, Clarkson, Horesh, Ram, Ito; arXiv:2506.19125).
+
+Start with :func:`lloyd` (classical.py), then :func:`lloyd_transformer`
+(lloyd_transformer.py, Theorem 2.1) and the layer it is built from (layer.py).
+"""
+
+from .attention import NORMALIZERS, Block, attend
+from .classical import EMPTY_CLUSTER_POLICIES, kmeans_objective, kmeans_plusplus, lloyd
+from .layer import BLOCK_NAMES, KMeansTransformer, transformer_layer
+from .lloyd_transformer import lloyd_transformer
+from .tasks import figure3_data, gaussian_mixture
+from .tokens import TokenLayout
+from .trajectory import Trajectory
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BLOCK_NAMES",
+    "Block",
+    "EMPTY_CLUSTER_POLICIES",
+    "KMeansTransformer",
+    "NORMALIZERS",
+    "TokenLayout",
+    "Trajectory",
+    "attend",
+    "figure3_data",
+    "gaussian_mixture",
+    "kmeans_objective",
+    "kmeans_plusplus",
+    "lloyd",
+    "lloyd_transformer",
+    "transformer_layer",
+]

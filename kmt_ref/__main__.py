@@ -1,0 +1,33 @@
+"""Command line: ``python -m kmt_ref {verify,bench}``."""
+
+import argparse
+import sys
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m kmt_ref", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("verify", help="check every construction against its classical algorithm")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--quick", action="store_true", help="smaller Figure 3 data (seconds)")
+    p = sub.add_parser("bench", help="speed ratios measured side by side")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
+    args = parser.parse_args(argv)
+
+    if args.command == "verify":
+        from .verify import format_table, run_verification, to_json
+
+        results = run_verification(quick=args.quick)
+        print(to_json(results) if args.json else format_table(results))
+        return 0 if all(r.ok for rows in results.values() for r in rows) else 1
+    if args.command == "bench":
+        from .bench import format_bench, run_bench
+
+        print(format_bench(run_bench(repeats=args.repeats, quick=args.quick)))
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

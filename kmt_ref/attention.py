@@ -1,0 +1,230 @@
+"""Attention as a family: a score, a row-wise normalizer, and values.
+
+An attention block maps queries ``Zq`` of shape (m, D) and keys/values ``Zk``
+of shape (r, D) with weights ``(Wq, Wk, Wv)`` to::
+
+    normalize(gamma * score(Zq @ Wq.T, Zk @ Wk.T)) @ (Zk @ Wv.T)      # (m, D)
+
+Weight matrices act on column vectors, as printed in the paper; code applies
+them to row tokens as ``Z @ W.T``. Everything here is written with
+``autograd.numpy`` so that one implementation serves both the hand-built
+constructions and the learned model, and accepts leading batch axes
+(``(..., m, D)``) for batches of tasks.
+
+Scores (``gamma`` is applied by :func:`attend`, not here):
+
+``"euclidean"``  ``-||Wq z_a - Wk z_b||^2``
+``"dot"``        ``(Wq z_a) . (Wk z_b)``
+
+Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
+
+``"softmax"``   finite-temperature softmax, stabilized by the row maximum.
+``"hardmax"``   the ``gamma -> inf`` limit: uniform weight on the arg-max set
+                ("averaging hard attention"). ``gamma`` is irrelevant.
+``"linear"``    non-negative scores divided by their row sum. A row of zeros
+                gets uniform weights (the limit of adding the same small
+                positive number to every score), never 0/0.
+``"identity"``  each token attends to itself only (requires queries = keys);
+                scores are not computed.
+"""
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import autograd.numpy as anp
+import numpy as np
+
+from .geometry import CHUNK_ELEMENTS, squared_distances
+
+__all__ = [
+    "Block",
+    "Normalizer",
+    "NORMALIZERS",
+    "SCORES",
+    "attend",
+    "softmax",
+    "hardmax",
+    "linear_normalize",
+    "euclidean_scores",
+    "dot_scores",
+]
+
+
+def euclidean_scores(A, B):
+    """Negative squared distances ``-||a_i - b_j||^2``, shape (..., m, r)."""
+    return -squared_distances(A, B)
+
+
+def dot_scores(A, B):
+    """Dot products ``a_i . b_j``, shape (..., m, r)."""
+    return anp.matmul(A, anp.swapaxes(B, -1, -2))
+
+
+SCORES = {"euclidean": euclidean_scores, "dot": dot_scores}
+
+
+def softmax(scores):
+    """Row-wise softmax over the last axis, stable (the row max is subtracted)."""
+    shifted = scores - anp.max(scores, axis=-1, keepdims=True)
+    e = anp.exp(shifted)
+    return e / anp.sum(e, axis=-1, keepdims=True)
+
+
+def hardmax(scores):
+    """Uniform weights over the arg-max set of each row (averaging hardmax).
+
+    This is the limit of ``softmax(gamma * scores)`` as ``gamma -> inf``.
+    Ties are exact float equality: tied keys share the weight equally.
+    """
+    scores = np.asarray(scores)
+    mask = (scores == scores.max(axis=-1, keepdims=True)).astype(float)
+    return mask / mask.sum(axis=-1, keepdims=True)
+
+
+def linear_normalize(scores):
+    """Divide non-negative scores by their row sum; an all-zero row is uniform.
+
+    Raises
+    ------
+    ValueError
+        If a score is negative (linear attention needs non-negative scores).
+    """
+    if np.any(np.asarray(getattr(scores, "_value", scores)) < 0):
+        raise ValueError("linear attention needs non-negative scores; got a negative score")
+    total = anp.sum(scores, axis=-1, keepdims=True)
+    width = scores.shape[-1]
+    safe = anp.where(total > 0, total, 1.0)
+    return anp.where(total > 0, scores / safe, 1.0 / width)
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    """A row-wise attention normalizer.
+
+    Attributes
+    ----------
+    fn : callable
+        ``fn(scores, **params)`` -> weights of the same shape, rows summing to 1.
+    uses_gamma : bool
+        Whether the scores are multiplied by ``gamma`` first. Normalizers that
+        are invariant to a positive scale (hardmax) ignore ``gamma``.
+    needs_rng : bool
+        Whether ``fn`` draws random numbers (it then receives ``rng=``).
+    """
+
+    fn: Optional[Callable]
+    uses_gamma: bool = True
+    needs_rng: bool = False
+
+
+#: Registry of normalizers by name. Variants add theirs here.
+NORMALIZERS = {
+    "softmax": Normalizer(softmax),
+    "hardmax": Normalizer(hardmax, uses_gamma=False),
+    "linear": Normalizer(linear_normalize, uses_gamma=False),
+    "identity": Normalizer(None, uses_gamma=False),
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One attention block: weights, score, normalizer and temperature.
+
+    Attributes
+    ----------
+    Wq, Wk, Wv : ndarray, shape (D, D)
+        Query, key and value matrices, acting on column tokens.
+    score : {"euclidean", "dot"}
+    normalizer : str
+        A key of :data:`NORMALIZERS`.
+    gamma : float
+        Inverse temperature multiplying the scores (``softmax_coldness``);
+        ``numpy.inf`` only with a scale-free normalizer such as hardmax.
+    bq, bk, bv : ndarray of shape (D,), optional
+        Biases (used by the learned model; the constructions have none).
+    params : dict
+        Extra keyword arguments for the normalizer.
+    """
+
+    Wq: np.ndarray
+    Wk: np.ndarray
+    Wv: np.ndarray
+    score: str = "euclidean"
+    normalizer: str = "softmax"
+    gamma: float = 1.0
+    bq: Optional[np.ndarray] = None
+    bk: Optional[np.ndarray] = None
+    bv: Optional[np.ndarray] = None
+    params: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.score not in SCORES:
+            raise ValueError(f"score must be one of {sorted(SCORES)}; got score={self.score!r}")
+        if self.normalizer not in NORMALIZERS:
+            raise ValueError(
+                f"normalizer must be one of {sorted(NORMALIZERS)}; "
+                f"got normalizer={self.normalizer!r}"
+            )
+        norm = NORMALIZERS[self.normalizer]
+        if norm.uses_gamma and not (0 < self.gamma < np.inf):
+            raise ValueError(
+                f"normalizer={self.normalizer!r} needs a finite gamma > 0; got gamma={self.gamma}"
+            )
+
+
+def _project(Z, W, b):
+    out = anp.matmul(Z, anp.swapaxes(W, -1, -2))
+    return out if b is None else out + b
+
+
+def attend(Zq, Zk, block, rng=None):
+    """Apply one attention block.
+
+    Queries are processed in row chunks so that no more than about
+    ``CHUNK_ELEMENTS`` scores exist at once: attention of n points to n points
+    costs O(n^2) time but only O(n x chunk) memory.
+
+    Parameters
+    ----------
+    Zq : ndarray, shape (..., m, D)
+        Query tokens.
+    Zk : ndarray, shape (..., r, D)
+        Key/value tokens.
+    block : Block
+    rng : numpy.random.Generator, optional
+        Needed by random normalizers (Gumbel).
+
+    Returns
+    -------
+    ndarray, shape (..., m, D)
+    """
+    norm = NORMALIZERS[block.normalizer]
+    values = _project(Zk, block.Wv, block.bv)  # (..., r, D)
+    if block.normalizer == "identity":
+        if Zq.shape[-2] != Zk.shape[-2]:
+            raise ValueError(
+                "identity attention needs as many queries as keys; "
+                f"got m={Zq.shape[-2]}, r={Zk.shape[-2]}"
+            )
+        return values
+    if norm.needs_rng and not isinstance(rng, np.random.Generator):
+        raise ValueError(
+            f"normalizer={block.normalizer!r} needs rng=numpy.random.Generator; got rng={rng!r}"
+        )
+    queries = _project(Zq, block.Wq, block.bq)  # (..., m, D)
+    keys = _project(Zk, block.Wk, block.bk)  # (..., r, D)
+    score_fn = SCORES[block.score]
+    extra = dict(block.params)
+    if norm.needs_rng:
+        extra["rng"] = rng
+    m, r = Zq.shape[-2], Zk.shape[-2]
+    batch = int(np.prod(Zq.shape[:-2], dtype=int))
+    rows = max(1, CHUNK_ELEMENTS // max(1, r * batch))
+    outputs = []
+    for start in range(0, m, rows):
+        s = score_fn(queries[..., start : start + rows, :], keys)  # (..., rows, r)
+        if norm.uses_gamma:
+            s = block.gamma * s
+        weights = norm.fn(s, **extra)
+        outputs.append(anp.matmul(weights, values))
+    return outputs[0] if len(outputs) == 1 else anp.concatenate(outputs, axis=-2)

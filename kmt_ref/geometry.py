@@ -1,0 +1,63 @@
+"""Squared Euclidean distances, the one primitive every algorithm here shares.
+
+Classical algorithms and the Euclidean attention score use this same function,
+so the hard assignments of a transformer at ``gamma = inf`` and of Lloyd's
+algorithm are computed from identical numbers.
+"""
+
+import autograd.numpy as anp
+import numpy as np
+
+__all__ = ["squared_distances", "nearest_center", "CHUNK_ELEMENTS"]
+
+#: Largest number of (query, key) pairs held in memory at once by the chunked
+#: routines (about 32 MB of float64).
+CHUNK_ELEMENTS = 2**22
+
+
+def squared_distances(A, B):
+    """All pairwise squared distances ``||a_i - b_j||^2``.
+
+    Uses the expansion ``|a|^2 + |b|^2 - 2 a.b`` (one matrix product, so it is
+    fast), clipped at zero against rounding. Works on ``autograd`` arrays and on
+    stacks of matrices (leading batch axes broadcast).
+
+    Parameters
+    ----------
+    A : ndarray, shape (..., m, D)
+    B : ndarray, shape (..., r, D)
+
+    Returns
+    -------
+    ndarray, shape (..., m, r)
+    """
+    a2 = anp.sum(A * A, axis=-1)[..., :, None]  # (..., m, 1)
+    b2 = anp.sum(B * B, axis=-1)[..., None, :]  # (..., 1, r)
+    cross = anp.matmul(A, anp.swapaxes(B, -1, -2))  # (..., m, r)
+    return anp.maximum(a2 + b2 - 2.0 * cross, 0.0)
+
+
+def nearest_center(X, C):
+    """Index of the nearest center of every point; ties go to the lowest index.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    C : ndarray, shape (k, d)
+
+    Returns
+    -------
+    labels : ndarray of int, shape (n,)
+    sq_dist : ndarray, shape (n,)
+        Squared distance of each point to the center it was assigned to.
+    """
+    n, k = X.shape[0], C.shape[0]
+    rows = max(1, CHUNK_ELEMENTS // k)
+    labels = np.empty(n, dtype=np.intp)
+    sq_dist = np.empty(n)
+    for start in range(0, n, rows):
+        D2 = squared_distances(X[start : start + rows], C)  # (rows, k)
+        lab = np.argmin(D2, axis=1)
+        labels[start : start + rows] = lab
+        sq_dist[start : start + rows] = D2[np.arange(len(lab)), lab]
+    return labels, sq_dist

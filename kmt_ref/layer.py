@@ -1,0 +1,204 @@
+"""The k-means transformer layer: four attention blocks and residual connections.
+
+One layer is one Lloyd iteration (DESIGN §3)::
+
+    P <- P + A(P, Q; CAX) + A(P, P; SAX)    points read centers; points reset
+    Q <- Q + A(Q, P; CAC) + A(Q, Q; SAC)    centers read the NEW points; centers reset
+    Q <- Q + FFN(Q)                         optional (Theorem 2.2)
+
+There is no normalization layer, and the weights are shared by all layers.
+:func:`transformer_layer` is the single implementation used by every hand-built
+construction, every variant and the learned model.
+"""
+
+from types import MappingProxyType
+
+import numpy as np
+
+from ._validation import check_centers, check_data, check_k, check_n_steps
+from .attention import NORMALIZERS, attend
+from .geometry import nearest_center
+from .tokens import TokenLayout
+from .trajectory import Trajectory
+
+__all__ = ["BLOCK_NAMES", "transformer_layer", "KMeansTransformer"]
+
+#: The four blocks, in the order a layer applies them.
+BLOCK_NAMES = ("CAX", "SAX", "CAC", "SAC")
+
+
+def transformer_layer(P, Q, blocks, ffn=None, rng=None):
+    """Apply one layer to point tokens ``P`` and center tokens ``Q``.
+
+    Parameters
+    ----------
+    P : ndarray, shape (..., n, D)
+        Point tokens.
+    Q : ndarray, shape (..., k, D)
+        Center tokens.
+    blocks : mapping
+        ``{"CAX": Block, "SAX": Block, "CAC": Block, "SAC": Block}``.
+    ffn : callable, optional
+        Position-wise map applied to the center tokens with a residual.
+    rng : numpy.random.Generator, optional
+        For random normalizers.
+
+    Returns
+    -------
+    P, Q : ndarrays of the same shapes
+    """
+    # Both point blocks read the OLD P; both center blocks read the NEW P.
+    P = P + attend(P, Q, blocks["CAX"], rng) + attend(P, P, blocks["SAX"], rng)
+    Q = Q + attend(Q, P, blocks["CAC"], rng) + attend(Q, Q, blocks["SAC"], rng)
+    if ffn is not None:
+        Q = Q + ffn(Q)
+    return P, Q
+
+
+class KMeansTransformer:
+    """A weight-tied k-means transformer.
+
+    Parameters
+    ----------
+    layout : TokenLayout
+        Token coordinates (``d``, ``k`` and the named blocks).
+    blocks : mapping of str to Block
+        One :class:`~kmt_ref.attention.Block` for each of ``BLOCK_NAMES``.
+    ffn : callable, optional
+        Feed-forward sub-layer on the center tokens (with residual). If it has a
+        ``weights`` mapping, it is exposed as ``model.weights["FFN"]``.
+    name : str
+        A label for tables and plots.
+
+    Attributes
+    ----------
+    weights : mapping
+        ``weights[block]["Wq" | "Wk" | "Wv"]``, read-only views of the matrices.
+    """
+
+    def __init__(self, layout, blocks, ffn=None, name="k-means transformer"):
+        if not isinstance(layout, TokenLayout):
+            raise ValueError(f"layout must be a TokenLayout; got layout={layout!r}")
+        missing = [b for b in BLOCK_NAMES if b not in blocks]
+        if missing:
+            raise ValueError(f"blocks must hold {BLOCK_NAMES}; missing {missing}")
+        D = layout.width
+        for bname in BLOCK_NAMES:
+            for wname in ("Wq", "Wk", "Wv"):
+                W = getattr(blocks[bname], wname)
+                if np.shape(W) != (D, D):
+                    raise ValueError(
+                        f"{bname}.{wname} must have shape ({D}, {D}) for {layout}; "
+                        f"got {bname}.{wname}.shape={np.shape(W)}"
+                    )
+        self.layout = layout
+        self.blocks = MappingProxyType({b: blocks[b] for b in BLOCK_NAMES})
+        self.ffn = ffn
+        self.name = name
+
+    @property
+    def d(self):
+        return self.layout.d
+
+    @property
+    def k(self):
+        return self.layout.k
+
+    @property
+    def weights(self):
+        out = {}
+        for bname, block in self.blocks.items():
+            mats = {}
+            for wname in ("Wq", "Wk", "Wv"):
+                W = np.asarray(getattr(block, wname)).view()
+                W.flags.writeable = False
+                mats[wname] = W
+            out[bname] = MappingProxyType(mats)
+        if self.ffn is not None and hasattr(self.ffn, "weights"):
+            out["FFN"] = MappingProxyType(dict(self.ffn.weights))
+        return MappingProxyType(out)
+
+    @property
+    def needs_rng(self):
+        """Whether a run draws random numbers (and so needs ``rng``)."""
+        return any(NORMALIZERS[b.normalizer].needs_rng for b in self.blocks.values())
+
+    def nonzero_count(self):
+        """Number of non-zero entries in all weight matrices (and FFN, if any)."""
+        return int(sum(np.count_nonzero(W) for mats in self.weights.values() for W in mats.values()))
+
+    def __repr__(self):
+        parts = ", ".join(
+            f"{b}: {blk.score}/{blk.normalizer}" + (f"(gamma={blk.gamma:g})" if NORMALIZERS[blk.normalizer].uses_gamma else "")
+            for b, blk in self.blocks.items()
+        )
+        return f"KMeansTransformer({self.name!r}, {self.layout}, {parts})"
+
+    def run(self, X, init, n_layers, rng=None, reembed=False):
+        """Embed ``X`` and ``init``, apply ``n_layers`` layers, read out centers.
+
+        Parameters
+        ----------
+        X : array_like, shape (n, d)
+        init : array_like, shape (k, d)
+        n_layers : int
+            ``>= 0``.
+        rng : numpy.random.Generator, optional
+            Required when a block's normalizer is random.
+        reembed : bool
+            Rebuild the tokens from the current centers before every layer
+            (assignment block reset to 0, ids to ``I_k``), carrying only the
+            d-dimensional centers. The hand-built constructions keep that
+            invariant themselves; the learned model needs it.
+
+        Returns
+        -------
+        Trajectory
+            ``centers`` (n_layers + 1, k, d); ``labels`` (n_layers, n), the
+            arg-max of the assignment block after each layer (lowest index at
+            ties), or the nearest center when the layout has no ``"y"`` block;
+            ``assignments`` (n_layers, n, k), the raw assignment blocks, or
+            ``None`` without a ``"y"`` block.
+        """
+        X = check_data(X)
+        if X.shape[1] != self.d:
+            raise ValueError(
+                f"this model was built for d={self.d}; got X with d={X.shape[1]} "
+                f"(X.shape={X.shape})"
+            )
+        C = check_centers(init, self.d, k=self.k)
+        check_k(self.k, X.shape[0], name="k (rows of init)")
+        n_layers = check_n_steps(n_layers, "n_layers")
+        if self.needs_rng and not isinstance(rng, np.random.Generator):
+            raise ValueError(f"this model is random: pass rng=numpy.random.Generator; got rng={rng!r}")
+        return self._run(X, C, n_layers, rng, reembed)
+
+    def _run(self, X, C, n_layers, rng, reembed):
+        """Trusted kernel of :meth:`run`."""
+        layout = self.layout
+        has_y = "y" in layout.slices
+        n = X.shape[0]
+        centers = np.empty((n_layers + 1, self.k, self.d))
+        labels = np.empty((n_layers, n), dtype=np.intp)
+        assignments = np.empty((n_layers, n, self.k)) if has_y else None
+        centers[0] = C
+        P, Q = layout.embed(X, C)
+        for t in range(n_layers):
+            if reembed and t > 0:
+                P, Q = layout.embed(X, centers[t])
+            P, Q = transformer_layer(P, Q, self.blocks, self.ffn, rng)
+            centers[t + 1] = layout.read(Q, "x")
+            if has_y:
+                assignments[t] = layout.read(P, "y")
+                labels[t] = np.argmax(assignments[t], axis=1)
+            else:
+                labels[t] = nearest_center(X, centers[t])[0]
+        if not np.all(np.isfinite(centers)):
+            raise ValueError(
+                f"{self.name}: non-finite centers appeared (first at layer "
+                f"{int(np.argmax(~np.isfinite(centers).all(axis=(1, 2))))}); "
+                "the scores overflowed - lower gamma or rescale X"
+            )
+        return Trajectory(centers=centers, labels=labels, assignments=assignments)
+
+

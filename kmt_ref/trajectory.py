@@ -1,0 +1,46 @@
+"""The result type shared by every clustering algorithm and transformer."""
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+__all__ = ["Trajectory"]
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """The iterates of a clustering algorithm (classical or transformer).
+
+    Attributes
+    ----------
+    centers : ndarray, shape (n_iter + 1, k, d)
+        ``centers[0]`` is the initial centers; ``centers[t]`` the centers after
+        ``t`` iterations (or layers).
+    labels : ndarray of int, shape (n_iter, n)
+        ``labels[t]`` is the assignment made against ``centers[t]`` (the one
+        that produced ``centers[t + 1]``). Ties go to the lowest index.
+    assignments : ndarray, shape (n_iter, n, k), optional
+        For transformers: the raw assignment block ``Y`` of the point tokens
+        after each layer (one-hot rows when the layer is exact; fractional at
+        ties or at finite ``gamma``). ``None`` for classical algorithms.
+    """
+
+    centers: np.ndarray
+    labels: np.ndarray
+    assignments: Optional[np.ndarray] = None
+
+    @property
+    def n_iter(self):
+        """Number of iterations (layers) recorded."""
+        return self.centers.shape[0] - 1
+
+    def objectives(self, X):
+        """k-means objective of every iterate, shape ``(n_iter + 1,)``."""
+        from .classical import kmeans_objective
+
+        return np.array([kmeans_objective(X, C) for C in self.centers])
+
+    def log_objectives(self, X):
+        """Natural log of :meth:`objectives`, shape ``(n_iter + 1,)``."""
+        return np.log(self.objectives(X))
