@@ -1,6 +1,7 @@
-"""Command line: ``python -m kmt_ref {verify,bench}``."""
+"""Command line: ``python -m kmt_ref {verify,bench,reproduce,train}``."""
 
 import argparse
+import os
 import sys
 
 
@@ -13,6 +14,24 @@ def main(argv=None):
     p = sub.add_parser("bench", help="speed ratios measured side by side")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
+    p = sub.add_parser("reproduce", help="the paper's learning experiments (results/learning/)")
+    p.add_argument("experiment", help="learning, ablation, generalization, kmeanspp, families or weights")
+    scale = p.add_mutually_exclusive_group()
+    scale.add_argument("--quick", dest="scale", action="store_const", const="quick",
+                       help="one seed, a few hundred steps (default; minutes)")
+    scale.add_argument("--paper", dest="scale", action="store_const", const="paper",
+                       help="the authors' protocol: 10,000 steps, seeds 0-9 (hours per model)")
+    p.add_argument("--report", action="store_true", help="print the committed numbers as JSON, run nothing")
+    p.add_argument("--no-train", action="store_true",
+                   help="evaluate the checkpoints as they are (possibly unfinished); train nothing")
+    p.add_argument("--results-dir", default=None)
+    p = sub.add_parser("train", help="train (or resume) one model of a scale, checkpointing as it goes")
+    scale = p.add_mutually_exclusive_group()
+    scale.add_argument("--quick", dest="scale", action="store_const", const="quick")
+    scale.add_argument("--paper", dest="scale", action="store_const", const="paper")
+    p.add_argument("--tokens", choices=("d+k", "d"), default="d+k")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--results-dir", default=None)
     args = parser.parse_args(argv)
 
     if args.command == "verify":
@@ -26,7 +45,41 @@ def main(argv=None):
 
         print(format_bench(run_bench(repeats=args.repeats, quick=args.quick)))
         return 0
+    if args.command in ("reproduce", "train"):
+        return _learning_command(args)
     return 2
+
+
+def _learning_command(args):
+    import json
+
+    from .learning import experiments
+
+    results_dir = args.results_dir or experiments.RESULTS_DIR
+    scale = args.scale or "quick"
+    if args.command == "train":
+        path = experiments.checkpoint_path(scale, args.tokens, args.seed, results_dir)
+        if os.path.exists(path):
+            print(f"resuming {path}", file=sys.stderr)
+        r = experiments.trained(scale, args.tokens, args.seed, results_dir)
+        print(json.dumps(dict(checkpoint=path, step=r.step, finished=r.finished,
+                              val_ratio=float(r.history["val_ratio"][-1]))))
+        return 0
+    if args.experiment not in experiments.EXPERIMENTS:
+        print(f"unknown experiment {args.experiment!r}; choose from {sorted(experiments.EXPERIMENTS)}",
+              file=sys.stderr)
+        return 2
+    if args.report:
+        if args.experiment == "learning":
+            out = experiments.report(results_dir)
+        else:
+            with open(os.path.join(results_dir, scale, f"{args.experiment}.json")) as f:
+                out = json.load(f)
+        print(json.dumps(out, indent=1))
+        return 0
+    out = experiments.run_experiment(args.experiment, scale, results_dir, train_missing=not args.no_train)
+    print(json.dumps(out, indent=1))
+    return 0
 
 
 if __name__ == "__main__":

@@ -26,13 +26,20 @@ Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
                 positive number to every score), never 0/0.
 ``"identity"``  each token attends to itself only (requires queries = keys);
                 scores are not computed.
+
+Euclidean softmax blocks (the finite-gamma constructions and the learned
+model) run through :func:`euclidean_softmax_attention`, an ``autograd``
+primitive with a hand-written vector-Jacobian product: its forward pass equals
+the generic path up to rounding (tested), and its backward pass stores no
+(m, r) intermediates (set ``FUSED_EUCLIDEAN_SOFTMAX = False`` to compare).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import autograd.numpy as anp
 import numpy as np
+from autograd.extend import defvjp_argnums, primitive
 
 from .geometry import CHUNK_ELEMENTS, squared_distances
 
@@ -47,6 +54,7 @@ __all__ = [
     "linear_normalize",
     "euclidean_scores",
     "dot_scores",
+    "euclidean_softmax_attention",
 ]
 
 
@@ -61,6 +69,93 @@ def dot_scores(A, B):
 
 
 SCORES = {"euclidean": euclidean_scores, "dot": dot_scores}
+
+
+#: Route Euclidean softmax blocks through :func:`euclidean_softmax_attention`.
+#: Switched off only to compare with autograd's differentiation of the generic
+#: path (tests, ``python -m kmt_ref bench``).
+FUSED_EUCLIDEAN_SOFTMAX = True
+
+
+def _euclidean_softmax_weights(queries, keys, gamma):
+    """``softmax_b(-gamma ||q_a - k_b||^2)`` with plain NumPy, shape (..., m, r).
+
+    ``-||q_a||^2`` is the same for every key of row ``a``, so it cancels in
+    the softmax: the scores used are ``gamma (2 q_a . k_b - ||k_b||^2)``,
+    computed in place in one (..., m, r) buffer.
+    """
+    S = np.matmul(queries, np.swapaxes(keys, -1, -2))
+    S *= 2.0 * gamma
+    S -= gamma * np.sum(keys * keys, axis=-1)[..., None, :]
+    S -= np.max(S, axis=-1, keepdims=True)
+    np.exp(S, out=S)
+    S /= np.sum(S, axis=-1, keepdims=True)
+    return S
+
+
+@primitive
+def euclidean_softmax_attention(queries, keys, values, gamma):
+    """Fused Euclidean softmax attention ``softmax(-gamma ||q_a - k_b||^2) @ values``.
+
+    Parameters
+    ----------
+    queries : ndarray, shape (..., m, D)
+        Projected queries ``Zq @ Wq.T (+ bq)``.
+    keys : ndarray, shape (..., r, D)
+        Projected keys, with the same leading axes as ``queries``.
+    values : ndarray, shape (..., r, Dv)
+    gamma : float
+        Inverse temperature (not differentiated).
+
+    Returns
+    -------
+    ndarray, shape (..., m, Dv)
+
+    Notes
+    -----
+    With ``A`` the attention weights, ``G`` the output cotangent and
+    ``S = gamma (2 q_a . k_b - |k_b|^2)`` the scores (``-gamma |q_a|^2`` dropped:
+    it cancels in the softmax), the vector-Jacobian product is::
+
+        dV = A^T G
+        dS = A * (G V^T - rowsum(A * (G V^T)))        softmax Jacobian, row-wise
+        dQ = 2 gamma dS K
+        dK = 2 gamma (dS^T Q - colsum(dS) * K)
+
+    ``A`` is recomputed in the backward pass instead of stored, so the
+    backward pass holds one (..., m, r) array at a time, where autograd's
+    generic differentiation of the unfused path would keep every intermediate
+    (distances, shifted scores, exponentials, weights).
+    """
+    return np.matmul(_euclidean_softmax_weights(queries, keys, gamma), values)
+
+
+def _esa_vjp(argnums, ans, args, kwargs):
+    """VJP of :func:`euclidean_softmax_attention` for the requested arguments."""
+    queries, keys, values, gamma = args
+
+    def vjp(G):
+        A = _euclidean_softmax_weights(queries, keys, gamma)
+        out = {}
+        if 2 in argnums:
+            out[2] = np.matmul(np.swapaxes(A, -1, -2), G)
+        if 0 in argnums or 1 in argnums:
+            dS = np.matmul(G, np.swapaxes(values, -1, -2))  # dA, turned into dS in place
+            dS -= np.sum(A * dS, axis=-1, keepdims=True)
+            dS *= A
+            if 0 in argnums:
+                out[0] = 2.0 * gamma * np.matmul(dS, keys)
+            if 1 in argnums:
+                cols = np.sum(dS, axis=-2)[..., :, None]
+                out[1] = 2.0 * gamma * (np.matmul(np.swapaxes(dS, -1, -2), queries) - cols * keys)
+        if 3 in argnums:
+            raise NotImplementedError("euclidean_softmax_attention is not differentiable in gamma")
+        return tuple(out[i] for i in argnums)
+
+    return vjp
+
+
+defvjp_argnums(euclidean_softmax_attention, _esa_vjp)
 
 
 def softmax(scores):
@@ -112,7 +207,7 @@ class Normalizer:
         Whether ``fn`` draws random numbers (it then receives ``rng=``).
     """
 
-    fn: Optional[Callable]
+    fn: Callable | None
     uses_gamma: bool = True
     needs_rng: bool = False
 
@@ -152,9 +247,9 @@ class Block:
     score: str = "euclidean"
     normalizer: str = "softmax"
     gamma: float = 1.0
-    bq: Optional[np.ndarray] = None
-    bk: Optional[np.ndarray] = None
-    bv: Optional[np.ndarray] = None
+    bq: np.ndarray | None = None
+    bk: np.ndarray | None = None
+    bv: np.ndarray | None = None
     params: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -217,11 +312,23 @@ def attend(Zq, Zk, block, rng=None):
     extra = dict(block.params)
     if norm.needs_rng:
         extra["rng"] = rng
+    # The fused primitive is the same computation with a cheaper backward pass.
+    fused = (
+        FUSED_EUCLIDEAN_SOFTMAX
+        and block.score == "euclidean"
+        and block.normalizer == "softmax"
+        and not block.params
+        and Zq.shape[:-2] == Zk.shape[:-2]
+    )
     m, r = Zq.shape[-2], Zk.shape[-2]
     batch = int(np.prod(Zq.shape[:-2], dtype=int))
     rows = max(1, CHUNK_ELEMENTS // max(1, r * batch))
     outputs = []
     for start in range(0, m, rows):
+        if fused:
+            q = queries[..., start : start + rows, :]
+            outputs.append(euclidean_softmax_attention(q, keys, values, block.gamma))
+            continue
         s = score_fn(queries[..., start : start + rows, :], keys)  # (..., rows, r)
         if norm.uses_gamma:
             s = block.gamma * s

@@ -1,0 +1,26 @@
+"""Learning the k-means transformer with autograd (DESIGN §6, issue 5).
+
+Modules, in reading order: ``tasks`` (random clustering tasks), ``model`` (the
+learnable one-layer transformer, built on :func:`kmt_ref.layer.transformer_layer`),
+``loss`` (smoothed k-means objective), ``optim`` (Adam, plateau schedule),
+``checkpoint`` and ``train`` (resumable training), ``evaluate`` (multi-step
+evaluation against Lloyd), ``experiments`` (the paper's experiments) and
+``bench`` (step time).
+"""
+
+from .loss import kmeans_objectives, smoothed_objective
+from .model import ModelConfig, forward, init_params, params_from_transformer, run_steps, to_transformer
+from .tasks import FAMILIES, sample_tasks
+
+__all__ = [
+    "FAMILIES",
+    "ModelConfig",
+    "forward",
+    "init_params",
+    "kmeans_objectives",
+    "params_from_transformer",
+    "run_steps",
+    "sample_tasks",
+    "smoothed_objective",
+    "to_transformer",
+]

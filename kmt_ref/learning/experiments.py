@@ -1,0 +1,279 @@
+"""The paper's learning experiments as functions (DESIGN §6, issue 5).
+
+Each experiment trains -- or loads, or resumes -- its models through
+:func:`trained`, evaluates them on held-out tasks, and returns a JSON-able dict
+of every number. ``python -m kmt_ref reproduce <experiment>`` calls them and
+writes ``results/learning/<scale>/<experiment>.json``.
+
+Scales: ``"paper"`` is the authors' protocol (10,000 steps, batch 32, 320
+held-out tasks, 20 evaluation steps, seeds 0-9, or as many as are trained);
+``"quick"`` is one seed and a few hundred steps on fewer evaluation tasks,
+enough to show the trend on a laptop in minutes.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from ..layer import BLOCK_NAMES
+from ..lloyd_transformer import equation5_weights
+from .evaluate import evaluation_tasks, lloyd_curve, model_curve, summarize
+from .model import unflatten
+from .train import TrainConfig, load_result, train
+
+__all__ = ["SCALES", "EXPERIMENTS", "trained", "run_experiment", "checkpoint_path", "git_revision"]
+
+#: Protocol of each scale.
+SCALES = {
+    "quick": dict(n_steps=300, seeds=(0,), eval_tasks=64, val_tasks=64, n_eval_steps=20,
+                  gen_n=(128, 256, 1024)),
+    "paper": dict(n_steps=10_000, seeds=tuple(range(10)), eval_tasks=320, val_tasks=320,
+                  n_eval_steps=20, gen_n=(128, 256, 1024, 2048)),
+}
+
+RESULTS_DIR = os.path.join("results", "learning")
+
+
+def run_config(scale, tokens="d+k", seed=0):
+    """The :class:`TrainConfig` of one model of a scale."""
+    s = SCALES[scale]
+    return TrainConfig(tokens=tokens, seed=seed, n_steps=s["n_steps"], val_tasks=s["val_tasks"])
+
+
+def checkpoint_path(scale, tokens, seed, results_dir=RESULTS_DIR):
+    name = {"d+k": "dk", "d": "d"}[tokens]
+    return os.path.join(results_dir, scale, f"{name}-seed{seed}.npz")
+
+
+def trained(scale, tokens, seed, results_dir=RESULTS_DIR, train_missing=True, progress=True):
+    """The model of ``(scale, tokens, seed)``: loaded if finished, resumed if not, trained if absent.
+
+    With ``train_missing=False`` nothing is trained: an unfinished checkpoint
+    is returned as it is (``result.finished`` is False) and a missing one
+    gives ``None``.
+    """
+    config = run_config(scale, tokens, seed)
+    path = checkpoint_path(scale, tokens, seed, results_dir)
+    if os.path.exists(path):
+        result = load_result(path)
+        if result.config != config:
+            raise ValueError(f"{path} holds config {result.config}, expected {config}")
+        if result.finished or not train_missing:
+            return result
+        return train(config, path, resume=True, progress=progress)
+    if not train_missing:
+        return None
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return train(config, path, progress=progress)
+
+
+def _models(scale, tokens, results_dir, train_missing, progress):
+    out = []
+    for seed in SCALES[scale]["seeds"]:
+        r = trained(scale, tokens, seed, results_dir, train_missing, progress)
+        if r is not None:
+            out.append(r)
+    if not out:
+        raise ValueError(f"no trained {tokens} models for scale={scale!r} under {results_dir}")
+    return out
+
+
+def _finite(values):
+    return [None if not np.isfinite(v) else float(v) for v in values]
+
+
+def _curves(models, n_steps, n_tasks, reembed=True, **task_options):
+    """Per-seed model and Lloyd curves on each seed's held-out tasks."""
+    model_c, lloyd_c, finite = [], [], []
+    for r in models:
+        X, init = evaluation_tasks(r.config, n_tasks, **task_options)
+        c, f = model_curve(r.theta, r.config.model, X, init, n_steps, reembed=reembed)
+        model_c.append(c), finite.append(f)
+        lloyd_c.append(lloyd_curve(X, init, n_steps)[0])
+    return np.array(model_c), np.array(lloyd_c), np.array(finite)
+
+
+def _summary(curves):
+    s = summarize(curves)
+    return {k: _finite(v) for k, v in s.items()}
+
+
+def _status(models):
+    return dict(
+        n_seeds=len(models), seeds=[r.config.seed for r in models], n_steps=models[0].config.n_steps,
+        steps_done=[int(r.step) for r in models], partial=not all(r.finished for r in models),
+        train_wall_time=[float(r.wall_time) for r in models],
+    )
+
+
+def learning(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+    """Learned (d+k tokens) vs Lloyd over 20 steps, with and without re-embedding."""
+    s = SCALES[scale]
+    models = _models(scale, "d+k", results_dir, train_missing, progress)
+    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"])
+    m_raw, _, finite_raw = _curves(models, s["n_eval_steps"], s["eval_tasks"], reembed=False)
+    return dict(
+        **_status(models),
+        lloyd=_summary(ll), learned=_summary(m), learned_no_reembed=_summary(m_raw),
+        no_reembed_finite_fraction=np.min(finite_raw, axis=0).tolist(),
+        lloyd_log_objective=float(np.median(ll[:, -1])),
+        learned_log_objective=float(np.median(m[:, -1])),
+        val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
+    )
+
+
+def ablation(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+    """The d-only model (no id/assignment block) vs Lloyd."""
+    s = SCALES[scale]
+    models = _models(scale, "d", results_dir, train_missing, progress)
+    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"])
+    return dict(
+        **_status(models), lloyd=_summary(ll), d_only=_summary(m),
+        lloyd_log_objective=float(np.median(ll[:, -1])),
+        d_only_log_objective=float(np.median(m[:, -1])),
+        val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
+    )
+
+
+def _shift(scale, results_dir, train_missing, progress, variants):
+    s = SCALES[scale]
+    models = _models(scale, "d+k", results_dir, train_missing, progress)
+    out = _status(models)
+    for name, options in variants.items():
+        m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], **options)
+        out[name] = dict(
+            options=options, lloyd=_summary(ll), learned=_summary(m),
+            lloyd_log_objective=float(np.median(ll[:, -1])),
+            learned_log_objective=_finite([np.median(m[:, -1])])[0],
+        )
+    return out
+
+
+def generalization(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+    """The model trained at n = 512 applied to other numbers of points."""
+    return _shift(scale, results_dir, train_missing, progress,
+                  {f"n={n}": dict(n=n) for n in SCALES[scale]["gen_n"]})
+
+
+def kmeanspp(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+    """k-means++ initial centers (never seen in training) for model and Lloyd."""
+    return _shift(scale, results_dir, train_missing, progress, {"kmeans++": dict(init="kmeans++")})
+
+
+def families(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+    """Other mixture families and options (trained on isotropic equal-weight normal)."""
+    variants = {f: dict(family=f) for f in ("normal", "cauchy", "gumbel", "laplace", "lognormal")}
+    variants["normal, unequal weights"] = dict(equal_weights=False)
+    variants["normal, anisotropic"] = dict(isotropic=False)
+    return _shift(scale, results_dir, train_missing, progress, variants)
+
+
+def weight_summary(theta, model_config):
+    """Learned bilinear forms and values next to the Equation 5 construction.
+
+    For each block: ``QK = Wq^T Wk`` (the form inside the Euclidean score's
+    cross term) and ``Wv``, restricted to the data block (``x`` rows and
+    columns). Reported: mean diagonal, mean absolute off-diagonal, and the same
+    for the construction. A dict of floats.
+    """
+    params = unflatten(np.asarray(theta), model_config)
+    layout = model_config.layout
+    xs = layout.slices["x"]
+    if "y" in layout.slices:
+        built = equation5_weights(layout)
+    else:
+        built = None
+    out = {}
+    for b in BLOCK_NAMES:
+        p = params[b]
+        mats = {"QK": p["Wq"].T @ p["Wk"], "V": p["Wv"]}
+        for name, M in mats.items():
+            sub = M[xs, xs]
+            off = sub - np.diag(np.diag(sub))
+            entry = dict(diag_mean=float(np.mean(np.diag(sub))),
+                         offdiag_abs_mean=float(np.mean(np.abs(off))))
+            if built is not None:
+                Wq, Wk, Wv = built[b]
+                ref = (Wq.T @ Wk if name == "QK" else Wv)[xs, xs]
+                entry["construction_diag_mean"] = float(np.mean(np.diag(ref)))
+            out[f"{b}.{name}"] = entry
+    return out
+
+
+def weights(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+    """Learned weights (every seed) summarized next to the construction."""
+    models = _models(scale, "d+k", results_dir, train_missing, progress)
+    return dict(**_status(models), per_seed=[weight_summary(r.theta, r.config.model) for r in models])
+
+
+EXPERIMENTS = {
+    "learning": learning,
+    "ablation": ablation,
+    "generalization": generalization,
+    "kmeanspp": kmeanspp,
+    "families": families,
+    "weights": weights,
+}
+
+
+def git_revision():
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "kmt_ref"], capture_output=True,
+                               text=True, check=True).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def run_experiment(name, scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+    """Run one experiment and write ``<results_dir>/<scale>/<name>.json``; return the dict."""
+    import json
+
+    if name not in EXPERIMENTS:
+        raise ValueError(f"experiment must be one of {sorted(EXPERIMENTS)}; got name={name!r}")
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {sorted(SCALES)}; got scale={scale!r}")
+    t0 = time.perf_counter()
+    out = EXPERIMENTS[name](scale, results_dir, train_missing, progress)
+    out = dict(
+        experiment=name, scale=scale, command="python -m kmt_ref " + " ".join(sys.argv[1:]),
+        git_revision=git_revision(), wall_time=time.perf_counter() - t0, **out,
+    )
+    path = os.path.join(results_dir, scale, f"{name}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    return out
+
+
+def report(results_dir=RESULTS_DIR):
+    """The committed headline numbers: paper scale if present, else quick."""
+    import json
+
+    for scale in ("paper", "quick"):
+        paths = {e: os.path.join(results_dir, scale, f"{e}.json") for e in ("learning", "ablation")}
+        if os.path.exists(paths["learning"]):
+            res = {e: json.load(open(p)) for e, p in paths.items() if os.path.exists(p)}
+            lrn, abl = res["learning"], res.get("ablation", {})
+            out = dict(
+                scale=scale,
+                lloyd_log_objective=lrn["lloyd_log_objective"],
+                learned_log_objective=lrn["learned_log_objective"],
+                d_only_log_objective=abl.get("d_only_log_objective"),
+                n_seeds=lrn["n_seeds"], n_steps=lrn["n_steps"],
+                steps_done=lrn["steps_done"], d_only_steps_done=abl.get("steps_done"),
+                partial=lrn["partial"] or abl.get("partial", True),
+                paper=dict(lloyd_log_objective=5.25, learned_log_objective=5.0, d_only_log_objective=5.35),
+                git_revision=lrn["git_revision"],
+            )
+            if out["partial"]:
+                out["note"] = ("PARTIAL: some models stopped before n_steps (see steps_done); "
+                               "numbers are from the last checkpoints")
+            return out
+    raise FileNotFoundError(f"no committed learning results under {results_dir}")
+
+

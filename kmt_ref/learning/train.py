@@ -1,0 +1,328 @@
+"""Resumable training of the one-layer k-means transformer (DESIGN §6).
+
+Each step draws a fresh batch of tasks, applies ONE layer from the tasks'
+initial centers, and takes an Adam step on the smoothed k-means objective of
+the resulting centers. Every ``eval_every`` steps the model is validated on
+fixed held-out tasks: the *validation ratio* is the mean, over those tasks,
+of (objective after the layer) / (objective after one Lloyd step); the
+learning rate is halved when it plateaus.
+
+Randomness: ``SeedSequence(seed)`` spawns three independent streams -- model
+initialization, validation tasks, training batches. The training generator's
+state is saved in every checkpoint, so a resumed run draws exactly the
+batches an uninterrupted run would have drawn and ends with identical
+parameters (tested).
+"""
+
+import dataclasses
+import json
+import os
+import time
+from dataclasses import dataclass
+
+import autograd
+import autograd.numpy as anp
+import numpy as np
+
+from .._validation import check_k, check_positive
+from .baseline import lloyd_batch
+from .checkpoint import load_checkpoint, save_checkpoint
+from .loss import kmeans_objectives, smoothed_objective
+from .model import ModelConfig, forward, init_params
+from .optim import AdamState, PlateauState, adam_step, plateau_step
+from .progress import Progress
+from .tasks import check_family, sample_tasks
+
+__all__ = ["TrainConfig", "TrainResult", "train", "load_result", "validation_tasks", "batch_loss"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a training run (the paper's values by default).
+
+    Attributes
+    ----------
+    d, k, n : int
+        Dimension, centers, points per task.
+    tokens : {"d+k", "d"}
+        Token layout of the model.
+    family, scale, equal_weights, isotropic
+        Task distribution (:func:`~kmt_ref.learning.tasks.sample_tasks`).
+    tau : float
+        Temperature of the smoothed loss.
+    lr : float
+        Initial Adam learning rate.
+    batch : int
+        Tasks per step.
+    n_steps : int
+        Training steps.
+    eval_every : int
+        Steps between validations (and plateau checks).
+    patience, lr_factor
+        Plateau schedule: multiply the rate by ``lr_factor`` after more than
+        ``patience`` validations without improvement.
+    val_tasks : int
+        Held-out validation tasks.
+    seed : int
+    """
+
+    d: int = 32
+    k: int = 10
+    n: int = 512
+    tokens: str = "d+k"
+    family: str = "normal"
+    scale: float = 0.1
+    equal_weights: bool = True
+    isotropic: bool = True
+    tau: float = 0.1
+    lr: float = 0.01
+    batch: int = 32
+    n_steps: int = 10_000
+    eval_every: int = 50
+    patience: int = 5
+    lr_factor: float = 0.5
+    val_tasks: int = 320
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("d", "k", "n", "batch", "n_steps", "eval_every", "val_tasks"):
+            check_k(getattr(self, name), None, name=name)
+        check_k(self.k, self.n)
+        check_family(self.family)
+        check_positive(self.scale, "scale")
+        check_positive(self.tau, "tau")
+        check_positive(self.lr, "lr")
+        if not (0 < self.lr_factor < 1):
+            raise ValueError(f"lr_factor must be in (0, 1); got lr_factor={self.lr_factor!r}")
+        if isinstance(self.patience, bool) or not isinstance(self.patience, int) or self.patience < 0:
+            raise ValueError(f"patience must be an integer >= 0; got patience={self.patience!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0; got seed={self.seed!r}")
+        ModelConfig(self.d, self.k, self.tokens)
+
+    @property
+    def model(self):
+        return ModelConfig(self.d, self.k, self.tokens)
+
+    def task_kwargs(self):
+        return dict(
+            n=self.n, d=self.d, k=self.k, family=self.family, scale=self.scale,
+            equal_weights=self.equal_weights, isotropic=self.isotropic,
+        )
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values):
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown TrainConfig fields {unknown}")
+        return cls(**values)
+
+
+@dataclass
+class TrainResult:
+    """Outcome of :func:`train`: final parameters, history and bookkeeping."""
+
+    theta: np.ndarray
+    config: TrainConfig
+    step: int
+    history: dict
+    wall_time: float
+    finished: bool
+
+
+def _streams(seed):
+    init_ss, val_ss, train_ss = np.random.SeedSequence(seed).spawn(3)
+    return np.random.default_rng(init_ss), np.random.default_rng(val_ss), np.random.default_rng(train_ss)
+
+
+def validation_tasks(config):
+    """The run's held-out validation tasks and their one-step Lloyd objectives."""
+    _, val_rng, _ = _streams(config.seed)
+    X, init = sample_tasks(val_rng, config.val_tasks, **config.task_kwargs())
+    return X, init, kmeans_objectives(X, lloyd_batch(X, init, 1)[1])
+
+
+def batch_loss(theta, X, init, config):
+    """Mean smoothed objective of the centers after one layer (the training loss)."""
+    return anp.mean(smoothed_objective(X, forward(theta, X, init, config.model), config.tau))
+
+
+_value_and_grad = autograd.value_and_grad(batch_loss)
+
+
+def _validate(theta, config, val):
+    X, init, lloyd_obj = val
+    obj = np.concatenate([
+        kmeans_objectives(X[i : i + config.batch], forward(theta, X[i : i + config.batch],
+                                                         init[i : i + config.batch], config.model))
+        for i in range(0, X.shape[0], config.batch)
+    ])
+    return float(np.mean(obj / lloyd_obj)), float(np.mean(obj))
+
+
+def _fresh_state(config):
+    init_rng, _, train_rng = _streams(config.seed)
+    theta = init_params(config.model, init_rng)
+    return dict(
+        theta=theta, adam=AdamState.zeros(theta.size), plateau=PlateauState(), lr=config.lr,
+        step=0, rng=train_rng, wall_time=0.0,
+        history=dict(train_loss=[], val_step=[], val_ratio=[], val_objective=[], val_lr=[]),
+    )
+
+
+def _snapshot(state, config):
+    """Arrays and metadata of a consistent state (copies: later steps cannot change it)."""
+    h = state["history"]
+    arrays = dict(
+        theta=state["theta"], adam_m=state["adam"].m, adam_v=state["adam"].v,
+        train_loss=np.array(h["train_loss"]), val_step=np.array(h["val_step"], dtype=int),
+        val_ratio=np.array(h["val_ratio"]), val_objective=np.array(h["val_objective"]),
+        val_lr=np.array(h["val_lr"]),
+    )
+    meta = dict(
+        format="kmt_ref.learning.checkpoint/1", config=config.to_dict(), step=state["step"],
+        adam_t=state["adam"].t, lr=state["lr"], plateau_best=state["plateau"].best,
+        plateau_bad=state["plateau"].bad, rng_state=state["rng"].bit_generator.state,
+        wall_time=state["wall_time"],
+    )
+    return arrays, json.loads(json.dumps(meta))
+
+
+def _restore(path, config):
+    arrays, meta = load_checkpoint(path)
+    saved = meta.get("config", {})
+    mismatch = {k: (saved.get(k), v) for k, v in config.to_dict().items() if saved.get(k) != v}
+    mismatch.update({k: (v, None) for k, v in saved.items() if k not in config.to_dict()})
+    if mismatch:
+        detail = ", ".join(f"{k}: checkpoint={a!r} vs config={b!r}" for k, (a, b) in sorted(mismatch.items()))
+        raise ValueError(f"checkpoint {path!r} was written with a different config ({detail})")
+    rng = np.random.Generator(np.random.PCG64())
+    rng.bit_generator.state = meta["rng_state"]
+    n_val = len(arrays["val_step"])
+    history = dict(
+        train_loss=list(arrays["train_loss"]), val_step=[int(s) for s in arrays["val_step"]],
+        val_ratio=list(arrays["val_ratio"]), val_objective=list(arrays["val_objective"]),
+        val_lr=list(arrays["val_lr"]),
+    )
+    if len(history["train_loss"]) != meta["step"] or any(len(history[k]) != n_val for k in history
+                                                          if k.startswith("val")):
+        raise ValueError(f"checkpoint {path!r} is inconsistent (history length vs step)")
+    return dict(
+        theta=arrays["theta"].copy(), adam=AdamState(arrays["adam_m"].copy(), arrays["adam_v"].copy(),
+                                                     meta["adam_t"]),
+        plateau=PlateauState(meta["plateau_best"], meta["plateau_bad"]), lr=meta["lr"],
+        step=meta["step"], rng=rng, wall_time=meta["wall_time"], history=history,
+    )
+
+
+def train(config, checkpoint=None, resume=False, checkpoint_every=None, stop_at=None,
+          progress=True, on_step=None):
+    """Train (or continue training) a model.
+
+    Parameters
+    ----------
+    config : TrainConfig
+    checkpoint : str, optional
+        Path of the ``.npz`` checkpoint, written every ``checkpoint_every``
+        steps, at the end, at ``stop_at`` and on Ctrl-C (KeyboardInterrupt).
+    resume : bool
+        Continue from ``checkpoint``, which must exist and have been written
+        with the same ``config``. With ``resume=False`` an existing
+        checkpoint is an error: a run never silently restarts over, or from,
+        earlier work.
+    checkpoint_every : int, optional
+        Defaults to ``config.eval_every``.
+    stop_at : int, optional
+        Stop (after checkpointing) once this many steps are done; a later
+        call with ``resume=True`` continues.
+    progress : bool
+        Progress bar on stderr.
+    on_step : callable, optional
+        ``on_step(step)`` after every completed step (used by tests to
+        simulate an interruption).
+
+    Returns
+    -------
+    TrainResult
+    """
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a TrainConfig; got config={config!r}")
+    every = config.eval_every if checkpoint_every is None else check_k(checkpoint_every, None,
+                                                                      name="checkpoint_every")
+    if resume:
+        if checkpoint is None:
+            raise ValueError("resume=True needs checkpoint=path")
+        state = _restore(checkpoint, config)
+    else:
+        if checkpoint is not None and os.path.exists(checkpoint):
+            raise ValueError(
+                f"checkpoint={checkpoint!r} exists: pass resume=True to continue it, "
+                "or remove it to start over"
+            )
+        state = _fresh_state(config)
+    val = validation_tasks(config)
+    hist = state["history"]
+    if not hist["val_step"]:
+        ratio, obj = _validate(state["theta"], config, val)
+        hist["val_step"].append(0), hist["val_ratio"].append(ratio)
+        hist["val_objective"].append(obj), hist["val_lr"].append(state["lr"])
+    end = config.n_steps if stop_at is None else min(config.n_steps, check_k(stop_at, None, name="stop_at"))
+    bar = Progress(config.n_steps, start=state["step"]) if progress else None
+    snap = _snapshot(state, config)
+    t_start, wall0 = time.perf_counter(), state["wall_time"]
+    try:
+        while state["step"] < end:
+            X, init = sample_tasks(state["rng"], config.batch, **config.task_kwargs())
+            loss, grad = _value_and_grad(state["theta"], X, init, config)
+            if not np.all(np.isfinite(grad)):
+                raise FloatingPointError(f"non-finite gradient at step {state['step']} (loss={loss})")
+            state["theta"] = adam_step(state["theta"], grad, state["adam"], state["lr"])
+            state["step"] += 1
+            hist["train_loss"].append(float(loss))
+            step, validated = state["step"], False
+            if step % config.eval_every == 0 or step == config.n_steps:
+                ratio, obj = _validate(state["theta"], config, val)
+                hist["val_step"].append(step), hist["val_ratio"].append(ratio)
+                hist["val_objective"].append(obj), hist["val_lr"].append(state["lr"])
+                if step < config.n_steps:
+                    state["lr"] = plateau_step(ratio, state["plateau"], state["lr"], config.patience,
+                                               config.lr_factor)
+                validated = True
+            state["wall_time"] = wall0 + time.perf_counter() - t_start
+            snap = _snapshot(state, config)
+            if checkpoint is not None and (step % every == 0 or step == end):
+                save_checkpoint(checkpoint, *snap)
+            if bar is not None:
+                bar.update(step, float(loss), hist["val_ratio"][-1], state["lr"], validated)
+            if on_step is not None:
+                on_step(step)
+    except KeyboardInterrupt:
+        if checkpoint is not None:
+            save_checkpoint(checkpoint, *snap)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    if checkpoint is not None and state["step"] == 0:
+        save_checkpoint(checkpoint, *snap)
+    arrays, meta = snap
+    return TrainResult(
+        theta=arrays["theta"], config=config, step=meta["step"],
+        history={k: v for k, v in arrays.items() if k not in ("theta", "adam_m", "adam_v")},
+        wall_time=meta["wall_time"], finished=meta["step"] == config.n_steps,
+    )
+
+
+def load_result(path):
+    """A :class:`TrainResult` from a checkpoint file (finished or not)."""
+    arrays, meta = load_checkpoint(path)
+    config = TrainConfig.from_dict(meta["config"])
+    return TrainResult(
+        theta=arrays["theta"], config=config, step=meta["step"],
+        history={k: v for k, v in arrays.items() if k not in ("theta", "adam_m", "adam_v")},
+        wall_time=meta["wall_time"], finished=meta["step"] == config.n_steps,
+    )
