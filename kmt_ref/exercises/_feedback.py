@@ -2,7 +2,7 @@
 
 A check calls the reader's function through :func:`call` and compares the
 result with :func:`expect_close` / :func:`expect`. Every failure is a
-:class:`CheckFailure` whose message says what was expected, what was got and
+:class:`CheckFailedError` whose message says what was expected, what was got and
 on which input. ``NotImplementedError`` passes through untouched so that the
 runner can say "not implemented yet" instead of reporting a crash.
 """
@@ -12,10 +12,12 @@ import textwrap
 
 import numpy as np
 
-__all__ = ["CheckFailure", "show", "indent", "inputs", "call", "as_array", "expect", "expect_close"]
+__all__ = [
+    "CheckFailedError", "show", "indent", "inputs", "call", "as_array", "failed", "expect", "expect_close",
+]
 
 
-class CheckFailure(Exception):
+class CheckFailedError(Exception):
     """The reader's answer is wrong; the message says how and on which input."""
 
 
@@ -24,7 +26,7 @@ def show(value):
     if isinstance(value, np.ndarray) or (isinstance(value, (list, tuple)) and value and
                                          all(isinstance(v, (int, float)) for v in value)):
         arr = np.asarray(value)
-        text = np.array2string(arr, precision=4, suppress_small=True, threshold=40, edgeitems=3,
+        text = np.array2string(arr, precision=4, suppress_small=True, threshold=100, edgeitems=3,
                                max_line_width=100)
         return text if arr.ndim <= 1 else f"shape {arr.shape}\n{text}"
     return repr(value)
@@ -40,7 +42,10 @@ def inputs(**named):
     lines = []
     for name, value in named.items():
         text = show(value)
-        lines.append(indent(f"{name} = {text}") if "\n" not in text else indent(f"{name} =") + "\n" + indent(text, 6))
+        if "\n" in text:  # an array: name on its own line, rows aligned below
+            lines.append(indent(f"{name} =") + "\n" + indent(text, 6))
+        else:
+            lines.append(indent(f"{name} = {text}"))
     return "\n".join(lines)
 
 
@@ -57,11 +62,13 @@ def call(fn, *args, on):
         Description of the input (from :func:`inputs`) for the message.
     """
     try:
-        return fn(*[copy.deepcopy(a) for a in args])
-    except (NotImplementedError, CheckFailure):
+        # NaN and overflow are reported by the comparison (with the input), not as warnings.
+        with np.errstate(all="ignore"):
+            return fn(*[copy.deepcopy(a) for a in args])
+    except (NotImplementedError, CheckFailedError):
         raise
     except Exception as exc:  # the reader's code may raise anything; report it with the input
-        raise CheckFailure(f"your function raised {type(exc).__name__}: {exc}\n  on input:\n{on}") from exc
+        raise failed(f"your function raised {type(exc).__name__}: {exc}", on) from exc
 
 
 def as_array(got, what, on, shape=None):
@@ -69,19 +76,28 @@ def as_array(got, what, on, shape=None):
     try:
         arr = np.asarray(got, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise CheckFailure(f"{what}: expected an array, got {type(got).__name__} ({exc})\n  on input:\n{on}") from exc
+        raise CheckFailedError(
+            f"{what}: expected an array, got {type(got).__name__} ({exc})\n  on input:\n{on}"
+        ) from exc
     if shape is not None and arr.shape != tuple(shape):
-        raise CheckFailure(f"{what}: expected shape {tuple(shape)}, got shape {arr.shape}\n  on input:\n{on}")
+        raise failed(f"{what}: expected shape {tuple(shape)}, got shape {arr.shape}", on)
     if not np.all(np.isfinite(arr)):
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
-        raise CheckFailure(f"{what}: expected finite numbers, got {arr[bad]} at index {bad}\n  on input:\n{on}")
+        raise CheckFailedError(
+            f"{what}: expected finite numbers, got {arr[bad]} at index {bad}\n  on input:\n{on}"
+        )
     return arr
+
+
+def failed(message, on=""):
+    """A :class:`CheckFailedError` with ``message`` and, if given, the input description."""
+    return CheckFailedError(message + (f"\n  on input:\n{on}" if on else ""))
 
 
 def expect(condition, message):
     """Fail with ``message`` unless ``condition`` holds."""
     if not condition:
-        raise CheckFailure(message)
+        raise CheckFailedError(message)
 
 
 def expect_close(got, expected, what, on, atol=1e-8, rtol=1e-6, hint=""):
@@ -95,7 +111,7 @@ def expect_close(got, expected, what, on, atol=1e-8, rtol=1e-6, hint=""):
     if not np.all(close):
         idx = tuple(int(i) for i in np.argwhere(~close)[0])
         where = f" at index {idx}" if idx else ""
-        raise CheckFailure(
+        raise CheckFailedError(
             f"{what}: first difference{where}: expected {expected[idx]:.6g}, got {arr[idx]:.6g}\n"
             f"  expected:\n{indent(show(expected))}\n  got:\n{indent(show(arr))}\n  on input:\n{on}"
             + (f"\n  hint: {hint}" if hint else "")

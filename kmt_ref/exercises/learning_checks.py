@@ -19,7 +19,7 @@ def _loss_by_definition(X, C, tau):
     for x in X:
         r = [float(np.sum((x - c) ** 2)) for c in C]
         w = [math.exp(-v / tau) for v in r]
-        total += sum(wj * rj for wj, rj in zip(w, r)) / sum(w)
+        total += sum(wj * rj for wj, rj in zip(w, r, strict=True)) / sum(w)
     return total
 
 
@@ -34,12 +34,12 @@ def check_smoothed_loss(smoothed_loss):
         expect_close(got, _loss_by_definition(X, C, tau), "loss", on, rtol=1e-9,
                      hint="sum over points AND centers of softmax_j(-r_ij / tau) * r_ij; no mean, no log")
     XB, CB = np.array([t[0] for t in tasks]), np.array([t[1] for t in tasks])
-    on = f"  (a batch of 3 tasks)\n" + inputs(X=XB, centers=CB, tau=0.1)
+    on = "  (a batch of 3 tasks)\n" + inputs(X=XB, centers=CB, tau=0.1)
     got = as_array(call(smoothed_loss, XB, CB, 0.1, on=on), "batch loss", on, shape=())
     expect_close(got, np.mean([_loss_by_definition(x, c, 0.1) for x, c in tasks]),
                  "loss of a batch (mean over tasks)", on, rtol=1e-9)
     for tau in (1e-6, 1e-12):  # exp(-r / tau) underflows to 0 unless the row maximum is subtracted
-        on = f"  (tiny tau: the loss must approach the k-means objective without NaN)\n" + inputs(
+        on = "  (tiny tau: the loss must approach the k-means objective without NaN)\n" + inputs(
             X=X, centers=C, tau=tau)
         got = as_array(call(smoothed_loss, X, C, tau, on=on), "loss", on, shape=())
         expect_close(got, kmeans_objective(X, C), "loss at tiny tau", on, rtol=1e-4,
@@ -52,8 +52,9 @@ def check_smoothed_loss(smoothed_loss):
         expect(got >= kmeans_objective(X_, C_) - 1e-12,
                f"upper bound violated: loss {got:.6g} < k-means objective {kmeans_objective(X_, C_):.6g}"
                f"\n  on input:\n{on}")
-    on = f"  (gradient in the centers, by autograd)\n" + inputs(X=X, centers=C, tau=0.1)
-    g = as_array(call(lambda: grad(lambda c: smoothed_loss(X, c, 0.1))(C), on=on), "gradient", on, shape=C.shape)
+    on = "  (gradient in the centers, by autograd)\n" + inputs(X=X, centers=C, tau=0.1)
+    gradient = call(grad(lambda c: smoothed_loss(X, c, 0.1)), C, on=on)
+    g = as_array(gradient, "gradient", on, shape=C.shape)
     h, numeric = 1e-6, np.zeros_like(C)
     for idx in np.ndindex(C.shape):
         e = np.zeros_like(C)
@@ -61,7 +62,8 @@ def check_smoothed_loss(smoothed_loss):
         numeric[idx] = (_loss_by_definition(X, C + e, 0.1) - _loss_by_definition(X, C - e, 0.1)) / (2 * h)
     expect_close(g, numeric, "autograd gradient vs central differences", on, rtol=1e-4, atol=1e-6,
                  hint="write it with autograd.numpy so that it can be differentiated")
-    return "matches the definition, averages a batch, is stable at tiny tau, bounds the objective, has a gradient"
+    return ("matches the definition, averages a batch, is stable at tiny tau, bounds the objective, "
+            "has the right gradient")
 
 
 def _held_out(d, k, n, n_tasks):
@@ -79,7 +81,7 @@ def check_train_tiny_model(train_tiny_model):
     expect(isinstance(model, KMeansTransformer) and model.layout == TokenLayout(d, k),
            f"expected a KMeansTransformer with layout TokenLayout(d={d}, k={k}); got {model!r}")
     tasks = _held_out(d, k, n, 64)
-    learned = np.mean([kmeans_objective(X, call(lambda: model.run(X, C, 1), on=on).centers[1]) for X, C in tasks])
+    learned = np.mean([kmeans_objective(X, call(model.run, X, C, 1, on=on).centers[1]) for X, C in tasks])
     one_lloyd = np.mean([kmeans_objective(X, lloyd(X, C, 1).centers[1]) for X, C in tasks])
     ratio = learned / one_lloyd
     expect(ratio < 1.0,
@@ -87,7 +89,8 @@ def check_train_tiny_model(train_tiny_model):
            f"Lloyd step {one_lloyd:.4f} (ratio {ratio:.3f}, need < 1) on 64 held-out tasks "
            f"(n={n}, d={d}, k={k})\n  hint: start from the Theorem 2.1 weights at a moderate gamma and "
            "let Adam improve them; check that your loss decreases")
-    return f"objective ratio learned / one Lloyd step = {ratio:.3f} on 64 held-out tasks; trained in {seconds:.1f} s"
+    return (f"objective ratio learned / one Lloyd step = {ratio:.3f} on 64 held-out tasks; "
+            f"trained in {seconds:.1f} s")
 
 
 def _block_weights(block, d, k, rng):

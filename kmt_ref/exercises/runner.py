@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._feedback import CheckFailure
+from ._feedback import CheckFailedError
 
 __all__ = ["Exercise", "CheckResult", "find_workbook", "load_function", "run_check", "format_results"]
 
@@ -35,7 +35,7 @@ class Exercise:
         One line: what the reader builds.
     check : callable
         ``check(fn) -> str``: returns a success note or raises
-        :class:`CheckFailure` (or lets ``NotImplementedError`` through).
+        :class:`CheckFailedError` (or lets ``NotImplementedError`` through).
     """
 
     number: str
@@ -77,12 +77,12 @@ def load_function(path, name):
 
     Raises
     ------
-    CheckFailure
+    CheckFailedError
         If the file is missing, cannot be executed, or has no such function.
     """
     path = Path(path)
     if not path.is_file():
-        raise CheckFailure(f"file not found: {path}")
+        raise CheckFailedError(f"file not found: {path}")
     module_name = f"_kmt_workbook_{path.stem}_{time.monotonic_ns()}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
@@ -92,12 +92,12 @@ def load_function(path, name):
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # a syntax error or a failing import in the reader's file
-        raise CheckFailure(f"could not load {path}: {type(exc).__name__}: {exc}") from exc
+        raise CheckFailedError(f"could not load {path}: {type(exc).__name__}: {exc}") from exc
     finally:
         sys.modules.pop(module_name, None)
     fn = getattr(module, name, None)
     if not callable(fn):
-        raise CheckFailure(f"{path} must define a function {name}(...); it does not")
+        raise CheckFailedError(f"{path} must define a function {name}(...); it does not")
     return fn
 
 
@@ -115,7 +115,7 @@ def run_check(exercise, directory):
             f"not implemented yet: {exercise.function}() in {path} still raises NotImplementedError "
             "- replace its body with your solution"
         )
-    except CheckFailure as failure:
+    except CheckFailedError as failure:
         passed, message = False, str(failure)
     return CheckResult(exercise, passed, message, time.perf_counter() - start)
 

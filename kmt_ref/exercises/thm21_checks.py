@@ -15,14 +15,14 @@ from ..geometry import nearest_center, squared_distances
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import gaussian_mixture
 from ..tokens import TokenLayout
-from ._feedback import CheckFailure, as_array, call, expect, expect_close, inputs
+from ._feedback import as_array, call, expect, expect_close, failed, inputs
 
 
 def _weights(got, D, on):
     """Unpack a returned ``(Wq, Wk, Wv)`` triple, each (D, D)."""
     if not isinstance(got, (tuple, list)) or len(got) != 3:
-        raise CheckFailure(f"expected a tuple (Wq, Wk, Wv), got {type(got).__name__}\n  on input:\n{on}")
-    return [as_array(W, name, on, shape=(D, D)) for name, W in zip(("Wq", "Wk", "Wv"), got)]
+        raise failed(f"expected a tuple (Wq, Wk, Wv), got {type(got).__name__}", on)
+    return [as_array(W, name, on, shape=(D, D)) for name, W in zip(("Wq", "Wk", "Wv"), got, strict=True)]
 
 
 def _tokens(X, C, Y=None):
@@ -97,7 +97,7 @@ def check_cac_block(cac_block):
         expect(isinstance(block, Block),
                f"expected a kmt_ref.Block, got {type(block).__name__}\n  on input:\n{on}")
         P, Q = _tokens(X, C_, Y)
-        out = call(lambda: attend(Q, P, block), on=on)
+        out = call(attend, Q, P, block, on=on)
         expected_means = lloyd(X, C_, 1).centers[1]  # empty cluster -> global mean
         expected = np.hstack([expected_means, np.zeros((k, k))])
         expect_close(out, expected, "CAC output A(Q, P) = [mean of members | 0] per center", on,

@@ -11,15 +11,15 @@ from ..attention import Block, attend
 from ..geometry import nearest_center, squared_distances
 from ..tasks import gaussian_mixture
 from ..tokens import TokenLayout
-from ._feedback import CheckFailure, as_array, call, expect_close, inputs
+from ._feedback import as_array, call, expect_close, failed, inputs
 
 BLOCKS = ("x", "y", "sqnorm", "one")
 
 
 def _triple(got, D, on):
     if not isinstance(got, (tuple, list)) or len(got) != 3:
-        raise CheckFailure(f"expected a tuple (Wq, Wk, Wv), got {type(got).__name__}\n  on input:\n{on}")
-    return [as_array(W, name, on, shape=(D, D)) for name, W in zip(("Wq", "Wk", "Wv"), got)]
+        raise failed(f"expected a tuple (Wq, Wk, Wv), got {type(got).__name__}", on)
+    return [as_array(W, name, on, shape=(D, D)) for name, W in zip(("Wq", "Wk", "Wv"), got, strict=True)]
 
 
 def check_dot_cax_weights(dot_cax_weights):
@@ -61,10 +61,10 @@ def check_sqnorm_ffn(sqnorm_ffn):
     on = f"  (d={d}, k={k}; center tokens [c | e_j | 0 | 1])\n" + inputs(Q=Q)
     got = call(sqnorm_ffn, d, k, on=on)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailure(f"expected a tuple (W1, W2), got {type(got).__name__}\n  on input:\n{on}")
+        raise failed(f"expected a tuple (W1, W2), got {type(got).__name__}", on)
     W1 = as_array(got[0], "W1", on)
     if W1.ndim != 2 or W1.shape[1] != layout.width:
-        raise CheckFailure(f"W1 must have shape (hidden, {layout.width}); got {W1.shape}\n  on input:\n{on}")
+        raise failed(f"W1 must have shape (hidden, {layout.width}); got {W1.shape}", on)
     W2 = as_array(got[1], "W2", on, shape=(layout.width, W1.shape[0]))
     out = Q + np.maximum(Q @ W1.T, 0.0) ** 2 @ W2.T
     expected = Q.copy()

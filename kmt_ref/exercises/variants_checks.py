@@ -9,7 +9,7 @@ from ..layer import KMeansTransformer, transformer_layer
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import gaussian_mixture
 from ..tokens import TokenLayout
-from ._feedback import CheckFailure, as_array, call, expect, expect_close, inputs
+from ._feedback import CheckFailedError, as_array, call, expect, expect_close, inputs
 
 
 def _project_to_simplex(z):
@@ -17,7 +17,8 @@ def _project_to_simplex(z):
     r = z.shape[0]
     res = minimize(lambda p: 0.5 * np.sum((p - z) ** 2), np.full(r, 1.0 / r), jac=lambda p: p - z,
                    bounds=[(0.0, 1.0)] * r, method="SLSQP",
-                   constraints=[{"type": "eq", "fun": lambda p: np.sum(p) - 1.0, "jac": lambda p: np.ones(r)}],
+                   constraints=[{"type": "eq", "fun": lambda p: np.sum(p) - 1.0,
+                                 "jac": lambda p: np.ones(r)}],
                    options={"ftol": 1e-14, "maxiter": 500})
     return res.x
 
@@ -63,7 +64,7 @@ def check_soft_kmeans_transformer(soft_kmeans_transformer):
         model = call(soft_kmeans_transformer, 2, 3, beta, on=on)
         expect(isinstance(model, KMeansTransformer),
                f"expected a kmt_ref.KMeansTransformer, got {type(model).__name__}\n  on input:\n{on}")
-        traj = call(lambda: model.run(X, C, 4), on=on)
+        traj = call(model.run, X, C, 4, on=on)
         expect_close(traj.centers, _soft_kmeans(X, C, beta, 4), f"centers after 0..4 layers (beta={beta:g})",
                      on, atol=1e-9,
                      hint="soft k-means: responsibilities softmax_j(-beta ||x_i - c_j||^2), centers "
@@ -103,10 +104,10 @@ def check_spherical_normalize(spherical_normalize):
     model = lloyd_transformer(d, k, gamma=np.inf, config="faithful")
     P, Q = layout.embed(X, C0)
     _, Q = transformer_layer(P, Q, model.blocks)
-    on = f"  (one Theorem 2.1 layer on unit vectors, then your normalization)\n" + inputs(X=X, init=C0)
+    on = "  (one Theorem 2.1 layer on unit vectors, then your normalization)\n" + inputs(X=X, init=C0)
     got = as_array(call(spherical_normalize, Q, d, k, on=on), "normalized tokens", on, shape=Q.shape)
     expect_close(got[:, :d], _spherical_step(X, C0), "centers after one spherical k-means step", on,
                  atol=1e-10)
     if not np.array_equal(got[:, d:], np.eye(k)):
-        raise CheckFailure("the id block after the layer must be I_k")
+        raise CheckFailedError("the id block after the layer must be I_k")
     return "x block normalized, ids intact: layer + normalization = one spherical k-means step"
