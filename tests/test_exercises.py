@@ -185,3 +185,11 @@ def test_command_line_exit_codes(tmp_path, capsys, monkeypatch):
     assert main(["check", "01"]) == 1
     assert main(["list"]) == 0
     assert "15_name_block" in capsys.readouterr().out
+
+
+def test_the_workbook_readme_lists_every_exercise_with_its_chapter():
+    import re
+
+    text = (WORKBOOK / "README.md").read_text()
+    rows = re.findall(r"^\| (\d\d) \| `(\w+)`.*\| (.*) \| (\S+) \|$", text, re.M)
+    assert rows == [(ex.number, ex.function, ex.chapter, ex.level) for ex in EXERCISES]

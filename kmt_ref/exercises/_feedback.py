@@ -71,7 +71,7 @@ def call(fn, *args, on):
         raise failed(f"your function raised {type(exc).__name__}: {exc}", on) from exc
 
 
-def as_array(got, what, on, shape=None):
+def as_array(got, what, on, shape=None, hint=""):
     """Convert a returned value to a float array, checking its shape and finiteness."""
     try:
         arr = np.asarray(got, dtype=float)
@@ -83,8 +83,10 @@ def as_array(got, what, on, shape=None):
         raise failed(f"{what}: expected shape {tuple(shape)}, got shape {arr.shape}", on)
     if not np.all(np.isfinite(arr)):
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        where = f" at index {bad}" if bad else ""
         raise CheckFailedError(
-            f"{what}: expected finite numbers, got {arr[bad]} at index {bad}\n  on input:\n{on}"
+            f"{what}: expected finite numbers, got {arr[bad]}{where}\n  on input:\n{on}"
+            + (f"\n  hint: {hint}" if hint else "")
         )
     return arr
 

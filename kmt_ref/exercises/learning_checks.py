@@ -41,9 +41,9 @@ def check_smoothed_loss(smoothed_loss):
     for tau in (1e-6, 1e-12):  # exp(-r / tau) underflows to 0 unless the row maximum is subtracted
         on = "  (tiny tau: the loss must approach the k-means objective without NaN)\n" + inputs(
             X=X, centers=C, tau=tau)
-        got = as_array(call(smoothed_loss, X, C, tau, on=on), "loss", on, shape=())
-        expect_close(got, kmeans_objective(X, C), "loss at tiny tau", on, rtol=1e-4,
-                     hint="subtract the row maximum of -r_ij / tau before exp")
+        hint = "subtract the row maximum of -r_ij / tau before exp"
+        got = as_array(call(smoothed_loss, X, C, tau, on=on), "loss", on, shape=(), hint=hint)
+        expect_close(got, kmeans_objective(X, C), "loss at tiny tau", on, rtol=1e-4, hint=hint)
     for seed in range(5):
         r = np.random.default_rng(100 + seed)
         X_, C_ = r.uniform(size=(15, 3)), r.uniform(size=(4, 3))
