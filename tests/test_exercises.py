@@ -154,7 +154,8 @@ def test_a_file_that_does_not_load_or_lacks_the_function_is_reported(tmp_path):
 
 
 def test_an_edited_file_is_reloaded_on_the_next_run(tmp_path):
-    _write(tmp_path, "03_averaging_hardmax", "def averaging_hardmax(scores):\n    raise NotImplementedError\n")
+    starter = "def averaging_hardmax(scores):\n    raise NotImplementedError\n"
+    _write(tmp_path, "03_averaging_hardmax", starter)
     assert not _check_one(tmp_path, "03").passed
     (tmp_path / "03_averaging_hardmax.py").write_text((SOLUTIONS / "03_averaging_hardmax.py").read_text())
     assert _check_one(tmp_path, "03").passed
