@@ -79,6 +79,38 @@ WRONG = {
         """,
         ["two tied maxima share", "expected 0.5, got 1"],
     ),
+    "04_cax_weights": (
+        """
+        import numpy as np
+        from kmt_ref import TokenLayout
+
+        def cax_weights(d, k):  # compares whole tokens: the old y leaks into the score
+            layout = TokenLayout(d, k)
+            return np.eye(d + k), np.eye(d + k), layout.projector("y")
+        """,
+        ["a later layer", "CAX output", "so y must not enter it"],
+    ),
+    "07_smallest_gamma": (
+        """
+        import numpy as np
+
+        def smallest_gamma(X, centers, eps):  # a sufficient gamma, not the smallest one
+            D2 = ((X[:, None] - centers[None]) ** 2).sum(-1)
+            gap = np.sort(D2, axis=1)[:, 1] - D2.min(axis=1)
+            return float(np.log((centers.shape[0] - 1) * (1 - eps) / eps) / gap.min())
+        """,
+        ["is not the smallest", "eps ="],
+    ),
+    "08_dot_cax_weights": (
+        """
+        from kmt_ref import TokenLayout
+
+        def dot_cax_weights(d, k):  # plain x . c: forgets the -||c||^2 term
+            layout = TokenLayout(d, k, ("x", "y", "sqnorm", "one"))
+            return layout.projector("x"), layout.projector("x"), layout.projector("y")
+        """,
+        ["dot-product CAX output at gamma=1", "2 x_i.c_j - ||c_j||^2"],
+    ),
     "05_sax_reset": (
         """
         import numpy as np
@@ -194,3 +226,24 @@ def test_the_workbook_readme_lists_every_exercise_with_its_chapter():
     text = (WORKBOOK / "README.md").read_text()
     rows = re.findall(r"^\| (\d\d) \| `(\w+)`.*\| (.*) \| (\S+) \|$", text, re.M)
     assert rows == [(ex.number, ex.function, ex.chapter, ex.level) for ex in EXERCISES]
+
+
+def test_a_solution_that_modifies_its_input_in_place_fails(tmp_path):
+    source = """
+        import numpy as np
+
+        def spherical_normalize(Q, d, k):  # right numbers, but written into the caller's array
+            Q[:, :d] /= np.where(np.linalg.norm(Q[:, :d], axis=1, keepdims=True) > 0,
+                                 np.linalg.norm(Q[:, :d], axis=1, keepdims=True), 1.0)
+            return Q
+        """
+    result = _check_one(_write(tmp_path, "12_spherical_normalize", source), "12")
+    assert not result.passed
+    assert "modified its argument #1 in place" in result.message
+
+
+def test_by_chapter_groups_every_exercise_once_in_book_order():
+    from kmt_ref.exercises import by_chapter
+
+    groups = by_chapter()
+    assert [ex for exs in groups.values() for ex in exs] == list(EXERCISES)

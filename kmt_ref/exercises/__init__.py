@@ -14,7 +14,12 @@ from .catalog import CHAPTERS, EXERCISES
 from .runner import CheckResult, Exercise, find_workbook, format_results, run_check
 
 __all__ = ["CHAPTERS", "EXERCISES", "CheckResult", "Exercise", "find_workbook", "format_results",
-           "run_check", "run_checks", "select"]
+           "run_check", "run_checks", "select", "by_chapter"]
+
+
+def by_chapter():
+    """``{chapter: [Exercise, ...]}`` in book order (for the book's workbook links)."""
+    return {chapter: [ex for ex in EXERCISES if ex.chapter == chapter] for chapter in CHAPTERS}
 
 
 def select(keys=None):

@@ -61,14 +61,21 @@ def call(fn, *args, on):
     on : str
         Description of the input (from :func:`inputs`) for the message.
     """
+    copies = [copy.deepcopy(a) for a in args]
     try:
         # NaN and overflow are reported by the comparison (with the input), not as warnings.
         with np.errstate(all="ignore"):
-            return fn(*[copy.deepcopy(a) for a in args])
+            result = fn(*copies)
     except (NotImplementedError, CheckFailedError):
         raise
     except Exception as exc:  # the reader's code may raise anything; report it with the input
         raise failed(f"your function raised {type(exc).__name__}: {exc}", on) from exc
+    for position, (original, seen) in enumerate(zip(args, copies, strict=True)):
+        if isinstance(original, np.ndarray) and not np.array_equal(original, seen, equal_nan=True):
+            raise failed(
+                f"your function modified its argument #{position + 1} in place; return a new array "
+                "instead (a caller's data must never change)", on)
+    return result
 
 
 def as_array(got, what, on, shape=None, hint=""):
