@@ -28,8 +28,8 @@ Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
                 scores are not computed.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import autograd.numpy as anp
 import numpy as np
@@ -112,7 +112,7 @@ class Normalizer:
         Whether ``fn`` draws random numbers (it then receives ``rng=``).
     """
 
-    fn: Optional[Callable]
+    fn: Callable | None
     uses_gamma: bool = True
     needs_rng: bool = False
 
@@ -152,9 +152,9 @@ class Block:
     score: str = "euclidean"
     normalizer: str = "softmax"
     gamma: float = 1.0
-    bq: Optional[np.ndarray] = None
-    bk: Optional[np.ndarray] = None
-    bv: Optional[np.ndarray] = None
+    bq: np.ndarray | None = None
+    bk: np.ndarray | None = None
+    bv: np.ndarray | None = None
     params: dict = field(default_factory=dict)
 
     def __post_init__(self):
