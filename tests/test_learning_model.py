@@ -1,0 +1,90 @@
+import autograd
+import numpy as np
+import pytest
+from autograd.test_util import check_grads
+
+from kmt_ref import attention, lloyd_transformer
+from kmt_ref.attention import euclidean_softmax_attention
+from kmt_ref.learning.model import (
+    ModelConfig, forward, init_params, params_from_transformer, run_steps, to_transformer, unflatten,
+)
+from kmt_ref.learning.tasks import sample_tasks
+from kmt_ref.learning.train import TrainConfig, batch_loss
+
+
+def test_fused_attention_vjp_passes_check_grads():
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(2, 5, 3)), rng.normal(size=(2, 7, 3)), rng.normal(size=(2, 7, 4))
+    check_grads(lambda q, k, v: euclidean_softmax_attention(q, k, v, 0.7), modes=["rev"], order=1)(q, k, v)
+
+
+def _tiny():
+    config = TrainConfig(d=2, k=3, n=12, batch=2, tau=0.5)
+    rng = np.random.default_rng(1)
+    theta = init_params(config.model, rng)
+    X, init = sample_tasks(rng, config.batch, **config.task_kwargs())
+    return config, theta, X, init
+
+
+def test_training_loss_gradient_passes_check_grads_on_a_tiny_model():
+    config, theta, X, init = _tiny()
+    check_grads(lambda th: batch_loss(th, X, init, config), modes=["rev"], order=1)(theta)
+
+
+def test_fused_and_generic_attention_give_the_same_loss_and_gradient(monkeypatch):
+    config, theta, X, init = _tiny()
+    grad = autograd.value_and_grad(batch_loss)
+    fused = grad(theta, X, init, config)
+    monkeypatch.setattr(attention, "FUSED_EUCLIDEAN_SOFTMAX", False)
+    generic = grad(theta, X, init, config)
+    np.testing.assert_allclose(fused[0], generic[0], rtol=1e-12)
+    np.testing.assert_allclose(fused[1], generic[1], rtol=1e-9, atol=1e-12)
+
+
+def test_loaded_hand_built_model_reproduces_lloyd_transformer():
+    d, k = 2, 3
+    built = lloyd_transformer(d, k, gamma=30.0, config="faithful")
+    theta, config = params_from_transformer(built)
+    assert config == ModelConfig(d, k, "d+k")
+    X, init = sample_tasks(np.random.default_rng(2), 3, 15, d, k)
+    ours = run_steps(theta, X, init, config, 4, reembed=True)
+    for t in range(3):
+        ref = built.run(X[t], init[t], 4, reembed=True).centers
+        np.testing.assert_allclose(ours[:, t], ref, atol=1e-12)
+    np.testing.assert_allclose(forward(theta, X, init, config), ours[1], atol=1e-12)
+    # and back: the learnable parameters as a KMeansTransformer run the same way
+    again = to_transformer(theta, config).run(X[0], init[0], 4, reembed=True).centers
+    np.testing.assert_allclose(again, ours[:, 0], atol=1e-12)
+
+
+def test_learned_format_scales_query_and_key_by_the_sqrt_d_factor():
+    built = lloyd_transformer(2, 3, gamma=4.0, config="faithful")
+    theta, config = params_from_transformer(built)
+    p = unflatten(theta, config)
+    s = np.sqrt(4.0 * np.sqrt(config.width))
+    np.testing.assert_allclose(p["CAX"]["Wq"], s * built.blocks["CAX"].Wq)
+    np.testing.assert_allclose(p["SAC"]["Wv"], built.blocks["SAC"].Wv)
+
+
+def test_only_euclidean_softmax_models_can_be_loaded():
+    with pytest.raises(ValueError, match="softmax"):
+        params_from_transformer(lloyd_transformer(2, 3))  # hardmax / identity / linear blocks
+
+
+def test_d_only_model_has_tokens_of_width_d():
+    config = ModelConfig(4, 3, "d")
+    assert config.width == 4 and config.n_params == 4 * 3 * (16 + 4)
+    X, init = sample_tasks(np.random.default_rng(0), 2, 10, 4, 3)
+    out = forward(init_params(config, np.random.default_rng(0)), X, init, config)
+    assert out.shape == (2, 3, 4)
+
+
+@pytest.mark.parametrize("kwargs, match", [(dict(d=0, k=3), "d"), (dict(d=2, k=3, tokens="onehot"), "tokens")])
+def test_bad_model_config_raises(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ModelConfig(**kwargs)
+
+
+def test_wrong_parameter_vector_raises():
+    with pytest.raises(ValueError, match="theta"):
+        unflatten(np.zeros(5), ModelConfig(2, 3))

@@ -1,0 +1,100 @@
+import os
+
+import numpy as np
+import pytest
+
+from kmt_ref.learning.checkpoint import load_checkpoint
+from kmt_ref.learning.optim import AdamState, PlateauState, adam_step, plateau_step
+from kmt_ref.learning.train import TrainConfig, train
+
+CONFIG = TrainConfig(d=2, k=3, n=30, batch=4, n_steps=30, eval_every=10, val_tasks=8, seed=1)
+
+
+def test_training_lowers_the_validation_ratio(tmp_path):
+    r = train(CONFIG, progress=False)
+    assert r.finished and r.step == 30
+    assert r.history["val_ratio"][-1] < 0.5 * r.history["val_ratio"][0]
+
+
+def test_stopped_and_resumed_run_equals_an_uninterrupted_run(tmp_path):
+    full = train(CONFIG, str(tmp_path / "a.npz"), progress=False)
+    path = str(tmp_path / "b.npz")
+    part = train(CONFIG, path, stop_at=13, progress=False)
+    assert part.step == 13 and not part.finished
+    resumed = train(CONFIG, path, resume=True, progress=False)
+    assert np.array_equal(full.theta, resumed.theta)
+    for key in full.history:
+        assert np.array_equal(full.history[key], resumed.history[key])
+
+
+def test_a_run_interrupted_by_ctrl_c_resumes_to_the_same_result(tmp_path):
+    full = train(CONFIG, progress=False)
+    path = str(tmp_path / "c.npz")
+
+    def interrupt(step):
+        if step == 17:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(CONFIG, path, on_step=interrupt, progress=False)
+    _, meta = load_checkpoint(path)
+    assert meta["step"] == 17
+    resumed = train(CONFIG, path, resume=True, progress=False)
+    assert np.array_equal(full.theta, resumed.theta)
+
+
+def test_a_killed_run_resumes_from_its_last_periodic_checkpoint(tmp_path):
+    full = train(CONFIG, progress=False)
+    path = str(tmp_path / "d.npz")
+    saved = {}
+
+    def kill_after_checkpoint(step):
+        if step == 20:
+            saved["bytes"] = open(path, "rb").read()  # what is on disk when the process dies
+        if step == 24:
+            raise SystemExit  # no handler saves on SystemExit: like a kill
+
+    with pytest.raises(SystemExit):
+        train(CONFIG, path, on_step=kill_after_checkpoint, progress=False)
+    with open(path, "wb") as f:
+        f.write(saved["bytes"])
+    assert load_checkpoint(path)[1]["step"] == 20
+    assert np.array_equal(full.theta, train(CONFIG, path, resume=True, progress=False).theta)
+
+
+def test_resume_with_a_different_config_raises(tmp_path):
+    path = str(tmp_path / "e.npz")
+    train(CONFIG, path, stop_at=5, progress=False)
+    other = TrainConfig(**{**CONFIG.to_dict(), "lr": 0.02})
+    with pytest.raises(ValueError, match="lr"):
+        train(other, path, resume=True, progress=False)
+
+
+def test_resume_never_silently_restarts(tmp_path):
+    path = str(tmp_path / "f.npz")
+    with pytest.raises(FileNotFoundError):
+        train(CONFIG, path, resume=True, progress=False)
+    train(CONFIG, path, stop_at=5, progress=False)
+    with pytest.raises(ValueError, match="exists"):
+        train(CONFIG, path, progress=False)
+    assert os.path.exists(path)
+
+
+@pytest.mark.parametrize(
+    "field, value", [("k", 40), ("family", "student"), ("tau", 0.0), ("tokens", "x"), ("lr_factor", 1.5)]
+)
+def test_impossible_configs_raise_naming_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        TrainConfig(**{**CONFIG.to_dict(), field: value})
+
+
+def test_first_adam_step_moves_every_coordinate_by_the_learning_rate():
+    grad = np.array([3.0, -0.2, 1e-3])
+    new = adam_step(np.zeros(3), grad, AdamState.zeros(3), lr=0.01)
+    np.testing.assert_allclose(new, -0.01 * np.sign(grad), rtol=1e-4)
+
+
+def test_plateau_halves_the_rate_after_patience_plus_one_bad_evaluations():
+    state, lr = PlateauState(), 1.0
+    lrs = [lr := plateau_step(m, state, lr, patience=2, factor=0.5) for m in [5, 4, 4, 4, 4, 3.9, 4]]
+    assert lrs == [1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5]
