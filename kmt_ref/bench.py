@@ -79,7 +79,11 @@ def run_bench(repeats=5, quick=False):
     def run_faithful():
         return faithful.run(Xf, initf, 1)
 
+    from .learning.bench import time_training_step
+
+    step_size = dict(n=64, d=4, k=3, batch=4) if quick else {}
     out = {
+        "training_step": time_training_step(repeats=repeats, **step_size),
         "setting": {"n": n, "d": d, "k": k, "n_iter": n_iter, "repeats": repeats},
         "seconds": t,
         "ratios": {
@@ -124,4 +128,8 @@ def format_bench(res):
         f"peak {f['peak_bytes'] / 2**20:.1f} MB (an n x n float64 matrix would be "
         f"{f['n_by_n_bytes'] / 2**20:.0f} MB)",
     ]
+    if "training_step" in res:
+        from .learning.bench import format_training_step
+
+        lines += ["", format_training_step(res["training_step"])]
     return "\n".join(lines)

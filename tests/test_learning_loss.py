@@ -25,7 +25,7 @@ def test_smoothed_loss_tends_to_the_objective_as_tau_goes_to_zero():
     X, C = _tasks()
     true = kmeans_objectives(X, C)
     gaps = [np.max(smoothed_objective(X, C, tau) - true) for tau in (1e-1, 1e-2, 1e-3, 1e-5)]
-    assert all(a > b for a, b in zip(gaps, gaps[1:]))
+    assert all(a > b for a, b in zip(gaps, gaps[1:], strict=False))
     assert gaps[-1] < 1e-8 * true.max()
 
 
@@ -33,7 +33,7 @@ def test_objectives_match_the_classical_objective():
     from kmt_ref import kmeans_objective
 
     X, C = _tasks()
-    np.testing.assert_allclose(kmeans_objectives(X, C), [kmeans_objective(x, c) for x, c in zip(X, C)])
+    np.testing.assert_allclose(kmeans_objectives(X, C), [kmeans_objective(x, c) for x, c in zip(X, C, strict=True)])
 
 
 @pytest.mark.parametrize("tau", [0.0, -1.0, np.nan])

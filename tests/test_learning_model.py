@@ -6,7 +6,13 @@ from autograd.test_util import check_grads
 from kmt_ref import attention, lloyd_transformer
 from kmt_ref.attention import euclidean_softmax_attention
 from kmt_ref.learning.model import (
-    ModelConfig, forward, init_params, params_from_transformer, run_steps, to_transformer, unflatten,
+    ModelConfig,
+    forward,
+    init_params,
+    params_from_transformer,
+    run_steps,
+    to_transformer,
+    unflatten,
 )
 from kmt_ref.learning.tasks import sample_tasks
 from kmt_ref.learning.train import TrainConfig, batch_loss

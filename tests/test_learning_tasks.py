@@ -8,7 +8,7 @@ def test_same_generator_state_gives_the_same_batch():
     a = sample_tasks(np.random.default_rng(3), 4, 50, 3, 5)
     b = sample_tasks(np.random.default_rng(3), 4, 50, 3, 5)
     c = sample_tasks(np.random.default_rng(4), 4, 50, 3, 5)
-    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
     assert not np.array_equal(a[0], c[0])
 
 
@@ -34,8 +34,8 @@ def test_first_init_is_the_first_k_points_and_kmeanspp_picks_points():
 def test_unequal_weights_give_unbalanced_components():
     # Tight, well separated components: the largest converged Lloyd cluster
     # holds about n/k points with equal weights, clearly more with Dirichlet ones.
-    from kmt_ref.learning.baseline import lloyd_batch
     from kmt_ref.geometry import squared_distances
+    from kmt_ref.learning.baseline import lloyd_batch
 
     def largest_share(equal):
         X, init = sample_tasks(np.random.default_rng(2), 20, 400, 2, 4, scale=0.02, equal_weights=equal)

@@ -1,4 +1,9 @@
-"""Time one training step of the learnable model, split into forward and backward."""
+"""Time one training step of the learnable model, split into forward and backward.
+
+The fused Euclidean softmax primitive and autograd's differentiation of the
+generic attention path are timed alternately on the same batch, so their
+ratio is meaningful even on a busy machine; absolute times are not.
+"""
 
 import time
 
@@ -6,62 +11,82 @@ import autograd
 import numpy as np
 
 from .. import attention
-from .model import forward, init_params
+from .model import init_params
 from .tasks import sample_tasks
 from .train import TrainConfig, batch_loss
 
-__all__ = ["time_training_step"]
+__all__ = ["time_training_step", "format_training_step"]
 
 
-def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, fused=True, seed=0):
-    """Seconds per training step at the given size (best of ``repeats``).
+def _timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=True):
+    """Median seconds of the forward pass and of a full step (loss + gradient).
 
     Parameters
     ----------
     n, d, k, batch : int
         Points, dimension, centers, tasks per step (the paper: 512, 32, 10, 32).
     repeats : int
-        Timed repetitions; the minimum is reported (the least disturbed by
-        other processes on a shared machine).
-    fused : bool
-        Use the hand-written VJP of Euclidean softmax attention (True) or
-        autograd's differentiation of the generic attention path (False).
+        Timed repetitions of each variant, after one warm-up.
+    seed : int
+    generic : bool
+        Also time autograd's differentiation of the generic (unfused)
+        attention path, for the speed-up.
 
     Returns
     -------
     dict
-        ``forward`` (loss only), ``step`` (loss and gradient), ``backward``
-        (``step - forward``), all in seconds, plus the sizes and ``fused``.
+        ``setting``; per variant (``"fused"``, ``"generic"``) the median
+        ``forward``, ``step`` and ``backward = step - forward`` in seconds;
+        ``speedup`` = generic step / fused step; ``max_grad_difference``
+        between the two gradients (they must agree).
     """
     config = TrainConfig(d=d, k=k, n=n, batch=batch)
     rng = np.random.default_rng(seed)
     theta = init_params(config.model, rng)
     X, init = sample_tasks(rng, batch, **config.task_kwargs())
     grad_fn = autograd.value_and_grad(batch_loss)
+    variants = {"fused": True, "generic": False} if generic else {"fused": True}
+    times = {v: {"forward": [], "step": []} for v in variants}
+    grads = {}
     saved = attention.FUSED_EUCLIDEAN_SOFTMAX
-    attention.FUSED_EUCLIDEAN_SOFTMAX = fused
     try:
-        fwd, step = [], []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            batch_loss(theta, X, init, config)
-            t1 = time.perf_counter()
-            grad_fn(theta, X, init, config)
-            t2 = time.perf_counter()
-            fwd.append(t1 - t0)
-            step.append(t2 - t1)
+        for rep in range(repeats + 1):
+            for name, fused in variants.items():
+                attention.FUSED_EUCLIDEAN_SOFTMAX = fused
+                f = _timed(lambda: batch_loss(theta, X, init, config))
+                s = _timed(lambda name=name: grads.__setitem__(name, grad_fn(theta, X, init, config)[1]))
+                if rep > 0:  # the first round is a warm-up
+                    times[name]["forward"].append(f)
+                    times[name]["step"].append(s)
     finally:
         attention.FUSED_EUCLIDEAN_SOFTMAX = saved
-    f, s = min(fwd), min(step)
-    return dict(n=n, d=d, k=k, batch=batch, fused=fused, forward=f, step=s, backward=s - f)
+    out = {"setting": dict(n=n, d=d, k=k, batch=batch, repeats=repeats)}
+    for name in variants:
+        f, s = float(np.median(times[name]["forward"])), float(np.median(times[name]["step"]))
+        out[name] = dict(forward=f, step=s, backward=s - f)
+    if generic:
+        out["speedup"] = out["generic"]["step"] / out["fused"]["step"]
+        out["max_grad_difference"] = float(np.max(np.abs(grads["fused"] - grads["generic"])))
+    return out
 
 
-def time_forward_only(n=512, d=32, k=10, batch=32, seed=0):
-    """Seconds of one plain-NumPy forward pass (evaluation), for reference."""
-    config = TrainConfig(d=d, k=k, n=n, batch=batch)
-    rng = np.random.default_rng(seed)
-    theta = init_params(config.model, rng)
-    X, init = sample_tasks(rng, batch, **config.task_kwargs())
-    t0 = time.perf_counter()
-    forward(theta, X, init, config.model)
-    return time.perf_counter() - t0
+def format_training_step(res):
+    """Plain-text lines for :func:`time_training_step`."""
+    s = res["setting"]
+    lines = [f"training step, n={s['n']}, d={s['d']}, k={s['k']}, batch {s['batch']} "
+             f"(medians of {s['repeats']}; target <= 0.4 s/step)"]
+    for name in ("fused", "generic"):
+        if name in res:
+            r = res[name]
+            lines.append(f"  {name:<8} forward {r['forward']:.3f} s  backward {r['backward']:.3f} s  "
+                         f"step {r['step']:.3f} s")
+    if "speedup" in res:
+        lines.append(f"  hand-written VJP speed-up {res['speedup']:.2f}x "
+                     f"(max gradient difference {res['max_grad_difference']:.1e})")
+    return "\n".join(lines)

@@ -26,7 +26,7 @@ from .train import TrainConfig, load_result, train
 
 __all__ = ["SCALES", "EXPERIMENTS", "trained", "run_experiment", "checkpoint_path", "git_revision"]
 
-#: Protocol of each scale.
+#: Protocol of each scale (``"train"``: optional TrainConfig overrides, e.g. for tests).
 SCALES = {
     "quick": dict(n_steps=300, seeds=(0,), eval_tasks=64, val_tasks=64, n_eval_steps=20,
                   gen_n=(128, 256, 1024)),
@@ -34,13 +34,16 @@ SCALES = {
                   n_eval_steps=20, gen_n=(128, 256, 1024, 2048)),
 }
 
-RESULTS_DIR = os.path.join("results", "learning")
+#: Committed results of the repository (``results/learning`` next to the package).
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                           "results", "learning")
 
 
 def run_config(scale, tokens="d+k", seed=0):
     """The :class:`TrainConfig` of one model of a scale."""
     s = SCALES[scale]
-    return TrainConfig(tokens=tokens, seed=seed, n_steps=s["n_steps"], val_tasks=s["val_tasks"])
+    overrides = dict(s.get("train", {}), n_steps=s["n_steps"], val_tasks=s["val_tasks"])
+    return TrainConfig(tokens=tokens, seed=seed, **overrides)
 
 
 def checkpoint_path(scale, tokens, seed, results_dir=RESULTS_DIR):
@@ -250,11 +253,11 @@ def run_experiment(name, scale="quick", results_dir=RESULTS_DIR, train_missing=T
     return out
 
 
-def report(results_dir=RESULTS_DIR):
-    """The committed headline numbers: paper scale if present, else quick."""
+def report(results_dir=RESULTS_DIR, scales=("paper", "quick")):
+    """The committed headline numbers of the first of ``scales`` that has results."""
     import json
 
-    for scale in ("paper", "quick"):
+    for scale in scales:
         paths = {e: os.path.join(results_dir, scale, f"{e}.json") for e in ("learning", "ablation")}
         if os.path.exists(paths["learning"]):
             res = {e: json.load(open(p)) for e, p in paths.items() if os.path.exists(p)}

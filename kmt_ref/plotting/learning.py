@@ -1,0 +1,117 @@
+"""Figures of the learning chapter: objective curves, training history, weights."""
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..layer import BLOCK_NAMES  # noqa: E402
+from ..learning.model import unflatten  # noqa: E402
+
+__all__ = ["plot_log_objective", "plot_training_history", "plot_weights"]
+
+
+def _band(ax, summary, label, color):
+    x = np.arange(len(summary["median"]))
+    med = np.array([np.nan if v is None else v for v in summary["median"]], dtype=float)
+    lo = np.array([np.nan if v is None else v for v in summary["min"]], dtype=float)
+    hi = np.array([np.nan if v is None else v for v in summary["max"]], dtype=float)
+    ax.plot(x, med, color=color, label=label, linewidth=1.5)
+    ax.fill_between(x, lo, hi, color=color, alpha=0.2)
+
+
+def plot_log_objective(curves, title="mean log k-means objective", paper=None):
+    """Median (line) and min-max over seeds (band) of log-objective curves.
+
+    Parameters
+    ----------
+    curves : dict
+        ``{label: {"median": [...], "min": [...], "max": [...]}}`` (the
+        summaries stored in the experiment JSON files); ``None`` entries
+        (diverged) are left out of the line.
+    paper : dict, optional
+        ``{label: value}``: the paper's value after the last step, drawn as a
+        marker at the right edge.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    n_steps = 0
+    for i, (label, summary) in enumerate(curves.items()):
+        _band(ax, summary, label, colors[i % len(colors)])
+        n_steps = max(n_steps, len(summary["median"]) - 1)
+    for i, (label, value) in enumerate((paper or {}).items()):
+        ax.plot([n_steps], [value], marker="<", color="k", linestyle="none",
+                label="paper" if i == 0 else None)
+        ax.annotate(label, (n_steps, value), xytext=(4, 0), textcoords="offset points", fontsize=7,
+                    va="center")
+    ax.set_xlabel("clustering steps (layer applications)")
+    ax.set_ylabel("mean log objective")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_training_history(histories, eval_every=None):
+    """Validation ratio (model after one layer / Lloyd after one step) during training.
+
+    Parameters
+    ----------
+    histories : dict
+        ``{label: history}``, each with ``val_step`` and ``val_ratio`` arrays.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    for label, h in histories.items():
+        ax.plot(h["val_step"], h["val_ratio"], label=label)
+    ax.axhline(1.0, color="k", linestyle="--", linewidth=1, label="Lloyd (one step)")
+    ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("validation objective / Lloyd")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_weights(theta, config, reference=None):
+    """Heat maps of ``Wq^T Wk`` and ``Wv`` of every block.
+
+    Parameters
+    ----------
+    theta : ndarray
+        Learned parameters.
+    config : ModelConfig
+    reference : ndarray, optional
+        Parameters of a hand-built model in the same format (e.g. from
+        :func:`~kmt_ref.learning.model.params_from_transformer`), drawn as a
+        second row pair for comparison.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    rows = [("learned", theta)] + ([("construction", reference)] if reference is not None else [])
+    fig, axes = plt.subplots(2 * len(rows), 4, figsize=(9, 4.4 * len(rows)))
+    for r, (label, th) in enumerate(rows):
+        params = unflatten(np.asarray(th), config)
+        for c, b in enumerate(BLOCK_NAMES):
+            p = params[b]
+            for j, (name, M) in enumerate((("Wq^T Wk", p["Wq"].T @ p["Wk"]), ("Wv", p["Wv"]))):
+                ax = axes[2 * r + j, c]
+                lim = float(np.max(np.abs(M))) or 1.0
+                ax.imshow(M, cmap="RdBu_r", vmin=-lim, vmax=lim)
+                ax.set_title(f"{label} {b}: {name}", fontsize=7)
+                ax.set_xticks([])
+                ax.set_yticks([])
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,61 @@
+import json
+import os
+
+import numpy as np
+import pytest
+
+from kmt_ref.__main__ import main
+from kmt_ref.learning import experiments
+from kmt_ref.learning.train import train
+
+TINY = dict(n_steps=12, seeds=(0, 1), eval_tasks=6, val_tasks=6, n_eval_steps=3, gen_n=(40,),
+            train=dict(d=2, k=3, n=24, batch=3, eval_every=4))
+
+
+@pytest.fixture
+def tiny(monkeypatch, tmp_path):
+    """The "quick" scale shrunk to seconds, writing under a temporary directory."""
+    monkeypatch.setitem(experiments.SCALES, "quick", TINY)
+    return str(tmp_path)
+
+
+def test_reproduce_and_report_give_the_headline_numbers(tiny, capsys):
+    assert main(["reproduce", "learning", "--quick", "--results-dir", tiny]) == 0
+    assert main(["reproduce", "ablation", "--quick", "--results-dir", tiny]) == 0
+    capsys.readouterr()
+    assert main(["reproduce", "learning", "--report", "--results-dir", tiny]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    for key in ("lloyd_log_objective", "learned_log_objective", "d_only_log_objective"):
+        assert np.isfinite(rep[key])
+    assert rep["n_seeds"] == 2 and rep["n_steps"] == 12 and rep["partial"] is False
+    with open(os.path.join(tiny, "quick", "learning.json")) as f:
+        saved = json.load(f)
+    assert saved["command"].startswith("python -m kmt_ref") and saved["git_revision"]
+    assert saved["learned_log_objective"] == rep["learned_log_objective"]
+    assert len(saved["lloyd"]["median"]) == TINY["n_eval_steps"] + 1
+
+
+def test_no_train_evaluates_unfinished_checkpoints_and_says_so(tiny):
+    path = experiments.checkpoint_path("quick", "d+k", 0, tiny)
+    os.makedirs(os.path.dirname(path))
+    train(experiments.run_config("quick", "d+k", 0), path, stop_at=4, progress=False)
+    out = experiments.learning("quick", tiny, train_missing=False, progress=False)
+    assert out["partial"] and out["steps_done"] == [4] and out["n_seeds"] == 1
+
+
+def test_every_experiment_runs_on_trained_checkpoints(tiny):
+    for name in experiments.EXPERIMENTS:
+        out = experiments.run_experiment(name, "quick", tiny, progress=False)
+        assert out["experiment"] == name and out["n_seeds"] == 2 and not out["partial"]
+
+
+def test_unknown_experiment_or_scale_raises(tiny):
+    with pytest.raises(ValueError, match="experiment"):
+        experiments.run_experiment("nope", "quick", tiny)
+    with pytest.raises(ValueError, match="scale"):
+        experiments.run_experiment("learning", "huge", tiny)
+
+
+def test_report_without_results_raises(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        experiments.report(str(tmp_path))
