@@ -94,3 +94,12 @@ def test_bad_model_config_raises(kwargs, match):
 def test_wrong_parameter_vector_raises():
     with pytest.raises(ValueError, match="theta"):
         unflatten(np.zeros(5), ModelConfig(2, 3))
+
+
+def test_training_step_timing_compares_fused_and_generic_gradients():
+    from kmt_ref.learning.bench import format_training_step, time_training_step
+
+    res = time_training_step(n=16, d=2, k=3, batch=2, repeats=1)
+    assert res["max_grad_difference"] < 1e-9
+    assert res["fused"]["step"] > 0 and res["generic"]["step"] > 0
+    assert "speed-up" in format_training_step(res)
