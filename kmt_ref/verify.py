@@ -115,6 +115,15 @@ def theorem21_rows(quick=False):
 SECTIONS = {"Theorem 2.1 (Euclidean attention)": theorem21_rows}
 
 
+def _learnable_format_rows(quick=False):
+    from .learning.verify import learnable_format_rows
+
+    return learnable_format_rows(quick)
+
+
+SECTIONS["Learned-model format runs the construction"] = _learnable_format_rows
+
+
 def run_verification(quick=False):
     """All rows of all sections, ``{section: [Row, ...]}``."""
     return {title: fn(quick) for title, fn in SECTIONS.items()}
