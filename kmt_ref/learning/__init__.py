@@ -3,9 +3,10 @@
 Modules, in reading order: ``tasks`` (random clustering tasks), ``model`` (the
 learnable one-layer transformer, built on :func:`kmt_ref.layer.transformer_layer`),
 ``loss`` (smoothed k-means objective), ``optim`` (Adam, plateau schedule),
-``checkpoint`` and ``train`` (resumable training), ``evaluate`` (multi-step
-evaluation against Lloyd), ``experiments`` (the paper's experiments) and
-``bench`` (step time).
+``checkpoint``, ``progress`` and ``train`` (resumable training), ``baseline``
+(Lloyd batched over tasks) and ``evaluate`` (multi-step evaluation),
+``experiments`` (the paper's experiments, ``python -m kmt_ref reproduce``),
+``bench`` (step time) and ``verify`` (a ``python -m kmt_ref verify`` section).
 """
 
 from .loss import kmeans_objectives, smoothed_objective
