@@ -39,8 +39,10 @@ def test_no_train_evaluates_unfinished_checkpoints_and_says_so(tiny):
     path = experiments.checkpoint_path("quick", "d+k", 0, tiny)
     os.makedirs(os.path.dirname(path))
     train(experiments.run_config("quick", "d+k", 0), path, stop_at=4, progress=False)
-    out = experiments.learning("quick", tiny, train_missing=False, progress=False)
+    out = experiments.run_experiment("learning", "quick", tiny, train_missing=False, progress=False)
     assert out["partial"] and out["steps_done"] == [4] and out["n_seeds"] == 1
+    rep = experiments.report(tiny)
+    assert rep["partial"] and "PARTIAL" in rep["note"] and "d-only" in rep["note"]
 
 
 def test_every_experiment_runs_on_trained_checkpoints(tiny):

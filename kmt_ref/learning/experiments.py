@@ -260,7 +260,11 @@ def report(results_dir=RESULTS_DIR, scales=("paper", "quick")):
     for scale in scales:
         paths = {e: os.path.join(results_dir, scale, f"{e}.json") for e in ("learning", "ablation")}
         if os.path.exists(paths["learning"]):
-            res = {e: json.load(open(p)) for e, p in paths.items() if os.path.exists(p)}
+            res = {}
+            for e, p in paths.items():
+                if os.path.exists(p):
+                    with open(p) as f:
+                        res[e] = json.load(f)
             lrn, abl = res["learning"], res.get("ablation", {})
             out = dict(
                 scale=scale,
@@ -269,13 +273,18 @@ def report(results_dir=RESULTS_DIR, scales=("paper", "quick")):
                 d_only_log_objective=abl.get("d_only_log_objective"),
                 n_seeds=lrn["n_seeds"], n_steps=lrn["n_steps"],
                 steps_done=lrn["steps_done"], d_only_steps_done=abl.get("steps_done"),
-                partial=lrn["partial"] or abl.get("partial", True),
+                partial=bool(lrn["partial"] or abl.get("partial", False)),
                 paper=dict(lloyd_log_objective=5.25, learned_log_objective=5.0, d_only_log_objective=5.35),
                 git_revision=lrn["git_revision"],
             )
+            notes = []
             if out["partial"]:
-                out["note"] = ("PARTIAL: some models stopped before n_steps (see steps_done); "
-                               "numbers are from the last checkpoints")
+                notes.append("PARTIAL: some models stopped before n_steps (see steps_done); "
+                             "numbers are from their last checkpoints")
+            if not abl:
+                notes.append(f"no d-only (ablation) results at scale {scale!r}")
+            if notes:
+                out["note"] = "; ".join(notes)
             return out
     raise FileNotFoundError(f"no committed learning results under {results_dir}")
 
