@@ -50,10 +50,20 @@ def main(argv=None):
     return 2
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def _learning_command(args):
     import json
+    import signal
 
     from .learning import experiments
+
+    # Training saves a checkpoint on KeyboardInterrupt: make `kill PID` (SIGTERM) and
+    # Ctrl-C do that even in a background job, where the shell ignores SIGINT.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
 
     results_dir = args.results_dir or experiments.RESULTS_DIR
     scale = args.scale or "quick"
@@ -61,7 +71,12 @@ def _learning_command(args):
         path = experiments.checkpoint_path(scale, args.tokens, args.seed, results_dir)
         if os.path.exists(path):
             print(f"resuming {path}", file=sys.stderr)
-        r = experiments.trained(scale, args.tokens, args.seed, results_dir)
+        try:
+            r = experiments.trained(scale, args.tokens, args.seed, results_dir)
+        except KeyboardInterrupt:
+            print(f"\ninterrupted: progress saved in {path}; rerun the same command to resume",
+                  file=sys.stderr)
+            return 130
         print(json.dumps(dict(checkpoint=path, step=r.step, finished=r.finished,
                               val_ratio=float(r.history["val_ratio"][-1]))))
         return 0
