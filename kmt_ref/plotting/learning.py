@@ -1,13 +1,11 @@
 """Figures of the learning chapter: objective curves, training history, weights."""
 
-import matplotlib
+import numpy as np
+from matplotlib import rcParams
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from ..layer import BLOCK_NAMES  # noqa: E402
-from ..learning.model import unflatten  # noqa: E402
+from ..layer import BLOCK_NAMES
+from ..learning.model import unflatten
 
 __all__ = ["plot_log_objective", "plot_training_history", "plot_weights"]
 
@@ -38,8 +36,9 @@ def plot_log_objective(curves, title="mean log k-means objective", paper=None):
     -------
     matplotlib.figure.Figure
     """
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig = Figure(figsize=(5.5, 3.6), layout="constrained")
+    ax = fig.subplots()
+    colors = rcParams["axes.prop_cycle"].by_key()["color"]
     n_steps = 0
     for i, (label, summary) in enumerate(curves.items()):
         _band(ax, summary, label, colors[i % len(colors)])
@@ -54,7 +53,6 @@ def plot_log_objective(curves, title="mean log k-means objective", paper=None):
     ax.set_title(title)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig
 
 
@@ -70,7 +68,8 @@ def plot_training_history(histories, eval_every=None):
     -------
     matplotlib.figure.Figure
     """
-    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    fig = Figure(figsize=(5.5, 3.4), layout="constrained")
+    ax = fig.subplots()
     for label, h in histories.items():
         ax.plot(h["val_step"], h["val_ratio"], label=label)
     ax.axhline(1.0, color="k", linestyle="--", linewidth=1, label="Lloyd (one step)")
@@ -79,7 +78,6 @@ def plot_training_history(histories, eval_every=None):
     ax.set_ylabel("validation objective / Lloyd")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig
 
 
@@ -101,7 +99,8 @@ def plot_weights(theta, config, reference=None):
     matplotlib.figure.Figure
     """
     rows = [("learned", theta)] + ([("construction", reference)] if reference is not None else [])
-    fig, axes = plt.subplots(2 * len(rows), 4, figsize=(9, 4.4 * len(rows)))
+    fig = Figure(figsize=(9, 4.4 * len(rows)), layout="constrained")
+    axes = fig.subplots(2 * len(rows), 4)
     for r, (label, th) in enumerate(rows):
         params = unflatten(np.asarray(th), config)
         for c, b in enumerate(BLOCK_NAMES):
@@ -113,5 +112,4 @@ def plot_weights(theta, config, reference=None):
                 ax.set_title(f"{label} {b}: {name}", fontsize=7)
                 ax.set_xticks([])
                 ax.set_yticks([])
-    fig.tight_layout()
     return fig
