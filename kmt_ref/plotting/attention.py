@@ -78,11 +78,13 @@ def plot_attention_maps(centers, gammas, score="euclidean", extent=(0.0, 1.0, 0.
         raise ValueError("gammas must be a non-empty sequence; got gammas=[]")
     scores = [score] * len(gammas) if isinstance(score, str) else list(score)
     if len(scores) != len(gammas):
-        raise ValueError(f"score must be one name or one per gamma; got {len(scores)} for {len(gammas)} gammas")
+        raise ValueError(
+            f"score must be one name or one per gamma; got {len(scores)} scores for {len(gammas)} gammas"
+        )
     colours = np.array([to_rgb(f"C{j % 10}") for j in range(C.shape[0])])  # (k, 3)
     fig = Figure(figsize=(3.2 * len(gammas), 3.4), layout="constrained")
     axes = fig.subplots(1, len(gammas), squeeze=False)[0]
-    for ax, gamma, sc in zip(axes, gammas, scores):
+    for ax, gamma, sc in zip(axes, gammas, scores, strict=True):
         weights = attention_weights_on_grid(C, gamma, sc, extent, resolution)
         ax.imshow(weights @ colours, origin="lower", extent=extent, interpolation="nearest")
         ax.scatter(C[:, 0], C[:, 1], color="black", edgecolor="white", s=90, marker="X")
@@ -118,7 +120,8 @@ def plot_temperature_sweep(scores, gammas):
     ax = fig.add_subplot()
     styles = ["-", "--", ":", "-."]
     for b in range(s.size):
-        ax.plot(gammas, weights[:, b], marker=".", linestyle=styles[b % len(styles)], label=f"key {b} (score {s[b]:g})")
+        ax.plot(gammas, weights[:, b], marker=".", linestyle=styles[b % len(styles)],
+                label=f"key {b} (score {s[b]:g})")
     limit = hardmax(s)
     ax.scatter(np.full(s.size, gammas.max() * 1.6), limit, marker="D", color=[f"C{b}" for b in range(s.size)],
                label="hardmax")

@@ -162,8 +162,8 @@ def plot_assignments(X, centers, labels, ax=None, title=None):
 def plot_figure3(X, reference, transformer, names=("Lloyd", "transformer")):
     """The three panels of the paper's Figure 3, for a transformer against Lloyd.
 
-    Left: log objective per layer; middle: center trajectories; right: the
-    transformer's final assignments and centers.
+    Top: log objective per layer; bottom left: center trajectories; bottom
+    right: the transformer's final assignments and centers.
 
     Parameters
     ----------
@@ -186,14 +186,15 @@ def plot_figure3(X, reference, transformer, names=("Lloyd", "transformer")):
         )
     if transformer.n_iter < 1:
         raise ValueError(f"need at least one layer; got transformer.n_iter={transformer.n_iter}")
-    fig = Figure(figsize=(13, 4), layout="constrained")
-    axes = fig.subplots(1, 3)
-    plot_log_objectives(X, trajectories, ax=axes[0])
-    plot_center_paths(X, trajectories, ax=axes[1])
-    plot_assignments(X, transformer.centers[-1], transformer.labels[-1], ax=axes[2],
-                     title=f"{names[1]}: assignments after layer {transformer.n_iter}")
-    axes[0].set_title("log objective")
-    axes[1].set_title("center trajectories")
+    # Objective on top, the two maps below: readable in a narrow book column.
+    fig = Figure(figsize=(9, 8.5), layout="constrained")
+    axes = fig.subplot_mosaic([["objective", "objective"], ["paths", "labels"]], height_ratios=[1, 1.4])
+    plot_log_objectives(X, trajectories, ax=axes["objective"])
+    plot_center_paths(X, trajectories, ax=axes["paths"])
+    plot_assignments(X, transformer.centers[-1], transformer.labels[-1], ax=axes["labels"],
+                     title=f"{names[1]}:\nassignments after layer {transformer.n_iter}")
+    axes["objective"].set_title("log objective per layer")
+    axes["paths"].set_title("center trajectories")
     return fig
 
 
