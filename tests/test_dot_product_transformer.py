@@ -287,3 +287,17 @@ def test_run_does_not_modify_its_inputs():
     dot_product_lloyd_transformer(2, 3, config="faithful").run(X, init, 3)
     np.testing.assert_array_equal(X, X0)
     np.testing.assert_array_equal(init, init0)
+
+
+def test_gamma_sweep_plot_draws_one_line_per_model_and_rejects_bad_input():
+    from matplotlib.figure import Figure
+
+    from kmt_ref.plotting.dot_product import plot_gamma_sweep
+
+    fig = plot_gamma_sweep([1e2, 1e4], {"a": [0.1, 0.0], "b": [1.0, 1e-5]})
+    assert isinstance(fig, Figure)
+    assert len(fig.axes[0].get_lines()) == 3  # two models and the tolerance
+    with pytest.raises(ValueError, match=r"gammas must be a 1-D array of finite positive numbers"):
+        plot_gamma_sweep([0.0, 1.0], {"a": [0.1, 0.2]})
+    with pytest.raises(ValueError, match=r"gaps\['a'\] must be non-negative with shape \(2,\)"):
+        plot_gamma_sweep([1.0, 2.0], {"a": [0.1]})
