@@ -59,7 +59,7 @@ Why SAC clears ``s`` and the FFN only *writes* it: overwriting needs the
 update ``||c||^2 - s``, whose term ``-s`` is linear. Sums of ``relu(.)^2``
 units are piecewise quadratic; a linear term only arises from a difference
 of squares such as ``((s + 1)^2 - (s - 1)^2) / 4``, which loses about
-``eps * s^2`` to cancellation (``1e-3`` at ``s = 4e6``, data at offset 1e3)
+``eps * s^2 / 4`` to cancellation (``5e-4`` at ``s = 4e6``, data at offset 1e3)
 and would move Voronoi boundaries. SAC already subtracts the old center
 token, so letting it also subtract the old ``s`` costs one non-zero and is
 exact. The FFN therefore maps ``[c | e | 0 | 1]`` to ``[c | e | ||c||^2 | 1]``.
