@@ -21,7 +21,8 @@ slot). The weights (column convention, ``W z``)::
     FFN    h = relu(W1 q)^2 with W1 = [P_x-rows: +I_d ; -I_d] (2d hidden units, b1 = 0);
            update = W2 h with W2 = 1s in row s (b2 = 0): writes sum_l relu(c_l)^2 + relu(-c_l)^2
 
-Proof sketch (full proof in the book, chapter "Dot-product attention").
+Proof sketch (full proof in the book, chapter "Dot-product attention and the
+FFN (Theorem 2.2)", book/dot_product.md).
 Invariant before layer t+1: ``P = [X | Y_t | s(X) | 1]`` and
 ``Q = [C_t | I_k | s(C_t) | 1]`` with ``C_t`` the t-th Lloyd iterate and
 ``s(.)`` the row-wise squared norms.
