@@ -90,11 +90,15 @@ the mechanisms the paper's authors used for their numerical check. Its only
 softmax is CAX, which equals the Euclidean one, so it agrees with
 ``lloyd_transformer(..., config="validated")`` to rounding at every gamma.
 On the Figure 3 data it agrees with Lloyd to 1e-3 in log objective at every
-layer for ``gamma >= 2e3`` (not at 1e3), pinned by the tests.
+layer from ``gamma = 2e3`` on (checked up to 1e7) and not at 1e3, pinned by
+the tests.
 
-Ties and empty clusters behave as in Theorem 2.1's faithful layer: a point
-equidistant from two centers gets ``y = (1/2, 1/2)``; the hardmax CAC then
-averages the points with the *largest* ``y_ij`` (the one-hot members if any).
+Ties and empty clusters behave as in Theorem 2.1 with the same configuration
+(tested on exact ties): a point equidistant from two centers gets
+``y = (1/2, 1/2)``; the faithful hardmax CAC then averages the points with the
+*largest* ``y_ij`` (the one-hot members if any), the validated linear CAC
+counts the point half in each cluster. An empty cluster's center moves to the
+mean of all points.
 
 Floating point: the Euclidean score of a point against itself is exactly 0;
 the dot score ``2 x.x - ||x||^2`` is ``||x||^2`` up to a few ulps. Two points

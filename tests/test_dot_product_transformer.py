@@ -301,3 +301,10 @@ def test_gamma_sweep_plot_draws_one_line_per_model_and_rejects_bad_input():
         plot_gamma_sweep([0.0, 1.0], {"a": [0.1, 0.2]})
     with pytest.raises(ValueError, match=r"gaps\['a'\] must be non-negative with shape \(2,\)"):
         plot_gamma_sweep([1.0, 2.0], {"a": [0.1]})
+
+
+def test_ffn_weights_are_exposed_read_only():
+    model = dot_product_lloyd_transformer(2, 3)
+    assert set(model.weights["FFN"]) == {"W1", "b1", "W2", "b2"}
+    with pytest.raises(ValueError):
+        model.weights["FFN"]["W1"][0, 0] = 5.0
