@@ -5,7 +5,7 @@ import pytest
 from scipy.special import softmax
 
 from kmt_ref import gaussian_mixture, lloyd, lloyd_transformer
-from kmt_ref.variants.soft import soft_kmeans, soft_kmeans_transformer
+from kmt_ref.variants.soft import distance_to_lloyd, soft_kmeans, soft_kmeans_transformer
 
 CASES = [  # (seed, n, d, k)
     (0, 200, 2, 3),
@@ -134,3 +134,36 @@ def test_soft_kmeans_refuses_bad_data_shapes_and_counts():
         soft_kmeans(np.full((3, 2), np.nan), init, 1, 1.0)
     with pytest.raises(ValueError, match="k"):
         soft_kmeans(X[:1], init, 1, 1.0)
+
+
+def test_distance_to_lloyd_is_the_center_deviation_and_vanishes_at_large_beta():
+    X, init = _task(14, 150, 2, 3)
+    betas = [2.0, 1e8]
+    dist = distance_to_lloyd(X, init, 4, betas)
+    direct = np.max(np.abs(soft_kmeans(X, init, 4, 2.0).centers - lloyd(X, init, 4).centers))
+    assert dist[0] == direct and dist[1] < 1e-10
+    with pytest.raises(ValueError, match=r"betas\[1\]"):
+        distance_to_lloyd(X, init, 4, [1.0, -2.0])
+
+
+def test_soft_and_spherical_figures_are_drawn():
+    from kmt_ref.plotting.soft_spherical import plot_distance_to_lloyd, plot_spherical_clusters
+    from kmt_ref.variants.spherical import spherical_kmeans
+
+    X, init = _task(15, 60, 2, 3)
+    fig = plot_distance_to_lloyd([1.0, 10.0], [0.1, 0.0])
+    assert len(fig.axes) == 1 and len(fig.axes[0].lines) == 1
+    Xc = X - 0.5
+    fig = plot_spherical_clusters(Xc, spherical_kmeans(Xc, Xc[:3], 3))
+    assert len(fig.axes[0].lines) == 1 + 2 * 3  # circle + (path, final star) per center
+    with pytest.raises(ValueError, match="d=2"):
+        plot_spherical_clusters(np.ones((5, 3)), spherical_kmeans(np.ones((5, 3)), np.ones((1, 3)), 1))
+
+
+def test_verify_section_soft_and_spherical_holds_on_quick_data():
+    from kmt_ref.verify import soft_spherical_rows
+
+    rows = soft_spherical_rows(quick=True)
+    names = {r.construction for r in rows}
+    assert {"soft k-means", "spherical k-means"} <= names
+    assert all(r.ok for r in rows)

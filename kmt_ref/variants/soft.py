@@ -57,10 +57,11 @@ import numpy as np
 from .._validation import check_centers, check_data, check_k, check_n_steps, check_positive
 from ..geometry import squared_distances
 from ..layer import KMeansTransformer
+from ..classical import _lloyd
 from ..lloyd_transformer import lloyd_transformer
 from ..trajectory import Trajectory
 
-__all__ = ["soft_kmeans", "soft_kmeans_transformer", "responsibilities"]
+__all__ = ["soft_kmeans", "soft_kmeans_transformer", "responsibilities", "distance_to_lloyd"]
 
 
 def responsibilities(X, C, beta):
@@ -160,3 +161,29 @@ def soft_kmeans_transformer(d, k, beta):
     beta = check_positive(beta, "beta")
     base = lloyd_transformer(d, k, gamma=beta, config="validated")
     return KMeansTransformer(base.layout, base.blocks, name=f"soft k-means (beta={beta:g})")
+
+
+def distance_to_lloyd(X, init, n_iter, betas):
+    """How far soft k-means is from Lloyd, for each stiffness.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    init : array_like, shape (k, d)
+    n_iter : int
+    betas : sequence of float
+        Stiffness values, each positive and finite.
+
+    Returns
+    -------
+    ndarray, shape (len(betas),)
+        ``max |soft_kmeans(X, init, n_iter, beta).centers - lloyd(X, init, n_iter).centers|``
+        over all iterates and coordinates.
+    """
+    X = check_data(X)
+    C = check_centers(init, X.shape[1])
+    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
+    n_iter = check_n_steps(n_iter, "n_iter")
+    betas = [check_positive(b, f"betas[{i}]") for i, b in enumerate(betas)]
+    ref = _lloyd(X, C, n_iter, "global_mean").centers
+    return np.array([np.max(np.abs(_soft_kmeans(X, C, n_iter, b).centers - ref)) for b in betas])
