@@ -55,9 +55,9 @@ use :func:`~kmt_ref.classical.lloyd`).
 import numpy as np
 
 from .._validation import check_centers, check_data, check_k, check_n_steps, check_positive
+from ..classical import _lloyd
 from ..geometry import squared_distances
 from ..layer import KMeansTransformer
-from ..classical import _lloyd
 from ..lloyd_transformer import lloyd_transformer
 from ..trajectory import Trajectory
 
