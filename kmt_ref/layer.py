@@ -128,10 +128,11 @@ class KMeansTransformer:
         return int(sum(np.count_nonzero(W) for mats in self.weights.values() for W in mats.values()))
 
     def __repr__(self):
-        parts = ", ".join(
-            f"{b}: {blk.score}/{blk.normalizer}" + (f"(gamma={blk.gamma:g})" if NORMALIZERS[blk.normalizer].uses_gamma else "")
-            for b, blk in self.blocks.items()
-        )
+        def describe(blk):
+            gamma = f"(gamma={blk.gamma:g})" if NORMALIZERS[blk.normalizer].uses_gamma else ""
+            return f"{blk.score}/{blk.normalizer}{gamma}"
+
+        parts = ", ".join(f"{b}: {describe(blk)}" for b, blk in self.blocks.items())
         return f"KMeansTransformer({self.name!r}, {self.layout}, {parts})"
 
     def run(self, X, init, n_layers, rng=None, reembed=False):

@@ -1,7 +1,6 @@
 """The result type shared by every clustering algorithm and transformer."""
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -28,7 +27,7 @@ class Trajectory:
 
     centers: np.ndarray
     labels: np.ndarray
-    assignments: Optional[np.ndarray] = None
+    assignments: np.ndarray | None = None
 
     @property
     def n_iter(self):

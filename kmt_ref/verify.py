@@ -16,7 +16,6 @@ than hidden) or ``None`` (reported only).
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -42,7 +41,7 @@ class Row:
     max_center_dev: float
     log_obj_gap: float
     holds: bool
-    expect: Optional[bool]
+    expect: bool | None
 
     @property
     def ok(self):
@@ -130,7 +129,10 @@ def _mark(row):
 def format_table(results):
     """A plain-text table of :func:`run_verification` results."""
     lines = []
-    header = f"{'construction':<24} {'data':<28} {'gamma':>7} {'max center dev':>15} {'log-obj gap':>12}  claim -> verdict"
+    header = (
+        f"{'construction':<24} {'data':<28} {'gamma':>7} {'max center dev':>15} {'log-obj gap':>12}"
+        "  claim -> verdict"
+    )
     for title, rows in results.items():
         lines += ["", title, "-" * len(header), header]
         for r in rows:
