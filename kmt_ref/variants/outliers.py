@@ -109,11 +109,13 @@ def outlier_experiment(rng, n=500, d=2, k=4, outlier_fraction=0.08, n_iter=20, t
     n_iter = check_n_steps(n_iter, "n_iter")
     n_tasks = check_k(n_tasks, None, name="n_tasks")
     t, a = check_positive(t, "t"), check_positive(a, "a")
+    gap_model, robust_model = trimmed_kmeans_transformer(d, k, t), robust_kmeans_transformer(d, k, a)
     methods = {
         "Lloyd": lambda X, init: lloyd(X, init, n_iter),
-        f"trimmed (1997, alpha={outlier_fraction:g})": lambda X, init: trimmed_kmeans(X, init, n_iter, outlier_fraction),
-        f"gap-trimmed transformer (t={t:g})": lambda X, init: trimmed_kmeans_transformer(d, k, t).run(X, init, n_iter),
-        f"robust transformer (a={a:g})": lambda X, init: robust_kmeans_transformer(d, k, a).run(X, init, n_iter),
+        f"trimmed (1997, alpha={outlier_fraction:g})": lambda X, init: trimmed_kmeans(X, init, n_iter,
+                                                                                      outlier_fraction),
+        f"gap-trimmed transformer (t={t:g})": lambda X, init: gap_model.run(X, init, n_iter),
+        f"robust transformer (a={a:g})": lambda X, init: robust_model.run(X, init, n_iter),
     }
     errors = {name: np.empty(n_tasks) for name in methods}
     example = None
