@@ -36,3 +36,20 @@ def test_bad_input_raises_value_error():
         contaminated_mixture(np.random.default_rng(0), outlier_fraction=1.0)
     with pytest.raises(ValueError, match="rng"):
         outlier_experiment(0)
+
+
+def test_variant_plots_return_figures():
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from kmt_ref.plotting.variants import plot_medoid_law, plot_outlier_experiment
+    from kmt_ref.variants.kmedoids import medoid_law
+
+    result = outlier_experiment(np.random.default_rng(0), n=120, n_tasks=2, n_iter=3)
+    fig = plot_outlier_experiment(result)
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    X = result["example"]["X"]
+    init = X[:4]
+    fig2 = plot_medoid_law(X, init, medoid_law(X, init, 0.1))
+    assert isinstance(fig2, Figure)
+    plt.close("all")

@@ -35,7 +35,7 @@ def plot_outlier_experiment(result):
     left.set_title(f"first task ({int(out.sum())} outliers, all outside this window)")
     left.legend(fontsize=7, loc="upper left")
     names = list(errors)
-    right.boxplot([errors[n] for n in names], vert=False)
+    right.boxplot([errors[n] for n in names], orientation="horizontal")
     right.set_yticks(np.arange(1, len(names) + 1), names, fontsize=8)
     right.set_xscale("log")
     right.set_xlabel("RMS distance of the centers to the true means")
