@@ -158,3 +158,14 @@ def test_run_with_reembedding_is_the_same_for_the_construction(mixture):
     model = lloyd_transformer(2, 4)
     a, b = model.run(X, init, 6), model.run(X, init, 6, reembed=True)
     np.testing.assert_allclose(a.centers, b.centers, atol=1e-14)
+
+
+def test_faithful_layer_runs_at_n_20000_without_an_n_by_n_matrix():
+    from kmt_ref.bench import peak_memory
+
+    rng = np.random.default_rng(0)
+    X, init, _ = gaussian_mixture(rng, n=20_000, d=2, k=5)
+    model = lloyd_transformer(2, 5, gamma=1e4, config="faithful")
+    peak = peak_memory(lambda: model.run(X, init, 1))
+    n_by_n = 8 * 20_000**2  # 3.2 GB
+    assert peak < n_by_n / 8
