@@ -35,6 +35,8 @@ Closed forms, with ``z_(1) >= z_(2) >= ...`` the sorted row and
   the uniform distribution as ``temperature -> inf``.
 """
 
+import numbers
+
 import numpy as np
 
 __all__ = ["sparsemax", "normmax2", "normmax_inf", "gumbel_max", "gumbel_softmax"]
@@ -52,7 +54,7 @@ def _sorted_desc(z):
 
 
 def _check_param(value, name):
-    if not (np.isscalar(value) and np.isreal(value) and 0 < value < np.inf):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < np.inf:
         raise ValueError(f"{name} must be a positive finite number; got {name}={value!r}")
     return float(value)
 

@@ -121,7 +121,7 @@ def test_registered_normalizers_run_inside_attend_with_params_and_rng():
         attend(Zq, Zk, block)
 
 
-@pytest.mark.parametrize("bad", [0.0, -1.0, np.inf, np.nan])
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.inf, np.nan, "1", True])
 def test_normmax_and_gumbel_softmax_reject_a_non_positive_parameter(bad):
     with pytest.raises(ValueError, match="t="):
         normmax2(np.zeros(3), t=bad)
