@@ -6,7 +6,7 @@ from matplotlib.figure import Figure
 
 import kmt_ref.plotting
 from kmt_ref.attention import softmax
-from kmt_ref.geometry import nearest_center
+from kmt_ref.geometry import nearest_center, squared_distances
 from kmt_ref.plotting import attention as plots
 
 CENTERS = np.array([[0.2, 0.2], [0.8, 0.3], [0.5, 0.8]])
@@ -18,12 +18,14 @@ def test_grid_weights_are_probabilities():
     assert np.all(w >= 0) and np.allclose(w.sum(axis=-1), 1.0)
 
 
-def test_grid_hardmax_weights_pick_the_nearest_center():
+def test_grid_hardmax_weights_pick_the_nearest_center_away_from_ties():
     w = plots.attention_weights_on_grid(CENTERS, np.inf, resolution=41).reshape(-1, 3)
     grid = np.stack(np.meshgrid(np.linspace(0, 1, 41), np.linspace(0, 1, 41)), axis=-1).reshape(-1, 2)
-    untied = w.max(axis=1) == 1.0
-    assert untied.mean() > 0.9
-    assert np.array_equal(w[untied].argmax(axis=1), nearest_center(grid, CENTERS)[0][untied])
+    D2 = np.sort(squared_distances(grid, CENTERS), axis=1)
+    clear = D2[:, 1] - D2[:, 0] > 1e-12
+    assert clear.mean() > 0.9
+    assert np.all(w[clear].max(axis=1) == 1.0)
+    assert np.array_equal(w[clear].argmax(axis=1), nearest_center(grid, CENTERS)[0][clear])
 
 
 def test_grid_softmax_weights_are_a_gaussian_kernel_of_the_distance():
