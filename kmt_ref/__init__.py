@@ -6,6 +6,7 @@ Start with :func:`lloyd` (classical.py), then :func:`lloyd_transformer`
 """
 
 from .attention import NORMALIZERS, Block, attend
+from .certificate import Certificate, exactness_certificate, min_gamma
 from .classical import EMPTY_CLUSTER_POLICIES, kmeans_objective, kmeans_plusplus, lloyd
 from .layer import BLOCK_NAMES, KMeansTransformer, transformer_layer
 from .lloyd_transformer import lloyd_transformer
@@ -18,17 +19,20 @@ __version__ = "0.1.0"
 __all__ = [
     "BLOCK_NAMES",
     "Block",
+    "Certificate",
     "EMPTY_CLUSTER_POLICIES",
     "KMeansTransformer",
     "NORMALIZERS",
     "TokenLayout",
     "Trajectory",
     "attend",
+    "exactness_certificate",
     "figure3_data",
     "gaussian_mixture",
     "kmeans_objective",
     "kmeans_plusplus",
     "lloyd",
     "lloyd_transformer",
+    "min_gamma",
     "transformer_layer",
 ]
