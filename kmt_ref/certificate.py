@@ -228,8 +228,8 @@ def exactness_certificate(X, init, n_layers, gamma, float_allowance=True):
     return _LloydGeometry(X, C, n_layers, float_allowance).certify(gamma)
 
 
-def min_gamma(X, init, n_layers, tol, float_allowance=True, rtol=1e-3):
-    """Smallest gamma whose certificate bounds every layer's deviation by ``tol``.
+def min_gamma(X, init, n_layers, tol, target="centers", float_allowance=True, rtol=1e-3):
+    """Smallest gamma whose certificate guarantees a deviation below ``tol``.
 
     Bisection in ``log gamma`` (the bound is non-increasing in gamma), to
     relative precision ``rtol``; the returned gamma always certifies.
@@ -240,8 +240,11 @@ def min_gamma(X, init, n_layers, tol, float_allowance=True, rtol=1e-3):
     init : array_like, shape (k, d)
     n_layers : int
     tol : float
-        ``> 0``: bound on the largest absolute coordinate difference of the
-        centers, over all layers.
+        ``> 0``.
+    target : {"centers", "log_objective"}
+        What ``tol`` bounds at every layer: the largest absolute coordinate
+        difference of the centers (:attr:`Certificate.bound`), or the
+        log-objective gap (:attr:`Certificate.log_objective_gap`).
     float_allowance : bool
         As in :func:`exactness_certificate`.
     rtol : float
@@ -250,30 +253,32 @@ def min_gamma(X, init, n_layers, tol, float_allowance=True, rtol=1e-3):
     Returns
     -------
     float
-        ``gamma`` with ``max(exactness_certificate(..., gamma).bound) <= tol``;
+        A certifying ``gamma``, within a factor ``1 + rtol`` of the smallest;
         ``numpy.inf`` if even ``gamma = inf`` is not certified (a Lloyd tie,
-        an empty cluster with a non-trivial fill, or ``tol`` below the
-        floating-point allowance).
+        an empty cluster, or ``tol`` below the floating-point allowance).
     """
     X, C, n_layers = _check(X, init, n_layers)
     tol = check_positive(tol, "tol")
     rtol = check_positive(rtol, "rtol")
+    if target not in ("centers", "log_objective"):
+        raise ValueError(f"target must be 'centers' or 'log_objective'; got target={target!r}")
     geom = _LloydGeometry(X, C, n_layers, float_allowance)
 
     def certified(gamma):
-        return geom.certify(gamma).bound.max() <= tol
+        cert = geom.certify(gamma)
+        return (cert.bound if target == "centers" else cert.log_objective_gap).max() <= tol
 
     if not certified(np.inf):
         return np.inf
-    lo, hi = 1e-300, 1.0
-    while not certified(hi):
-        lo, hi = hi, hi * 16
-        if hi > 1e300:
-            return np.inf
-    if lo == 1e-300:
-        # Even gamma = 1 certifies: search downwards for the lower end.
-        while certified(lo := hi / 16) and lo > 1e-300:
-            hi = lo
+    lo, hi = 1.0, 1.0
+    if certified(hi):
+        while certified(lo) and lo > 1e-300:
+            hi, lo = lo, lo / 16
+    else:
+        while not certified(hi):
+            lo, hi = hi, hi * 16
+            if hi > 1e300:
+                return np.inf
     while hi / lo > 1 + rtol:
         mid = np.sqrt(lo * hi)
         lo, hi = (lo, mid) if certified(mid) else (mid, hi)
@@ -283,26 +288,27 @@ def min_gamma(X, init, n_layers, tol, float_allowance=True, rtol=1e-3):
 def rule_of_thumb_gamma(X, init, n_layers, tol):
     """The closed-form sufficient gamma of the corollary in the book.
 
-    ``gamma_rule = (2 / m) log(2 Delta (n / N_min + k - 2) / tol)``, with ``m``
+    ``gamma_rule = (2 / m) log(2 Delta (n / N_min + k - 2) / tol')``, with ``m``
     the smallest Lloyd margin (second-nearest minus nearest squared distance)
-    along the trajectory, ``Delta`` the bounding-box diagonal of X and
-    ``N_min`` the smallest Lloyd cluster. Valid (exact arithmetic) when
-    ``m > 0``, no cluster empties and ``tol <= min(Delta, m / (10 R))``, R the
-    largest point-to-center distance along the trajectory; returns ``numpy.inf``
-    otherwise.
+    along the trajectory, ``Delta`` the bounding-box diagonal of X, ``N_min``
+    the smallest Lloyd cluster, and ``tol' = min(tol, Delta, m / (10 R))``, R
+    the largest point-to-center distance along the trajectory (a smaller
+    tolerance is a stronger guarantee; the corollary needs ``tol' <= m / (10
+    R)`` so that perturbed margins stay above ``m / 2``). Exact arithmetic.
 
     Returns
     -------
     float
+        ``0`` when nothing can deviate (``n_layers = 0`` or ``k = 1``);
+        ``numpy.inf`` when the corollary does not apply (a Lloyd tie, ``m =
+        0``, or an empty cluster).
     """
     X, C, n_layers = _check(X, init, n_layers)
     tol = check_positive(tol, "tol")
-    geom = _LloydGeometry(X, C, n_layers, float_allowance=False)
     n, k = X.shape[0], C.shape[0]
-    if n_layers == 0:
+    if n_layers == 0 or k == 1:
         return 0.0
-    if k == 1:
-        return 0.0
+    geom = _LloydGeometry(X, C, n_layers, float_allowance=False)
     rows = np.arange(n)
     m, R, n_min = np.inf, 0.0, n
     for t in range(n_layers):
@@ -311,11 +317,11 @@ def rule_of_thumb_gamma(X, init, n_layers, tol):
         gap = D2 - D2[rows, a][:, None]
         gap[rows, a] = np.inf
         m = min(m, gap.min())
-        R = max(R, geom.dist[t].max())
+        R = max(R, geom.dist[t].max(), geom.dist[t + 1].max())
         n_min = min(n_min, geom.counts[t].min())
-    R = max(R, geom.dist[n_layers].max())
-    if m <= 0 or n_min == 0 or tol > min(geom.diag, m / (10 * R)):
+    if m <= 0 or n_min == 0:
         return np.inf
+    tol = min(tol, geom.diag, m / (10 * R))
     return float(2 / m * np.log(2 * geom.diag * (n / n_min + k - 2) / tol))
 
 
