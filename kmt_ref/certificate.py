@@ -23,6 +23,11 @@ map with Lloyd's, along Lloyd's own trajectory ``C_0, C_1, ...``:
   (both centers are convex combinations of points). The same sum with
   ``|x_il - c'_jl|`` bounds coordinate l: that is :attr:`Certificate.bound`.
 
+A cluster that Lloyd empties is certified only through float64 underflow
+(every weight on it is exactly 0 once ``gamma * margin > 746``; then linear
+CAC returns the global mean, Lloyd's policy); in exact arithmetic the soft mean
+of an empty cluster never approaches the global mean.
+
 Full statement and proof: the book chapter "How large must gamma be?".
 
 The theorem is about exact arithmetic. The code adds a small explicit
@@ -51,6 +56,9 @@ from .trajectory import Trajectory
 __all__ = ["Certificate", "exactness_certificate", "min_gamma", "reset_leakage", "rule_of_thumb_gamma"]
 
 _EPS = np.finfo(float).eps
+#: ``exp(-x)`` is exactly 0 in float64 for ``x`` above this (the smallest
+#: subnormal is ``exp(-744.44)``).
+_UNDERFLOW = 746.0
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,13 @@ class _LloydGeometry:
             safe = np.where(ok, den, 1.0)
             per_center = np.where(ok, num_euclid / safe, np.inf)
             per_coord = np.where(ok[:, None], num_coord / safe[:, None], np.inf)
+            # An empty Lloyd cluster: in float64 every weight on it underflows to 0
+            # once gamma * margin > _UNDERFLOW, and linear CAC then gives the global
+            # mean, as Lloyd does (exact arithmetic never does: see the book).
+            with np.errstate(invalid="ignore"):
+                underflow = (self.counts[t] == 0) & np.all(gamma * g > _UNDERFLOW, axis=0)
+            per_center = np.where(underflow, 0.0, per_center)
+            per_coord = np.where(underflow[:, None], 0.0, per_coord)
             radius[t + 1] = min(per_center.max(), self.diag) + sqrt_d * self.rho
             coord = np.minimum(per_coord, self.coord_cap).max() + self.rho
             bound[t + 1] = min(coord, radius[t + 1])

@@ -175,3 +175,17 @@ def test_bad_input_raises_value_error_naming_it(call):
     X, init, _ = gaussian_mixture(np.random.default_rng(8), n=20, d=2, k=2)
     with pytest.raises(ValueError, match="="):
         call(X, init)
+
+
+def test_empty_cluster_is_certified_only_past_float64_underflow():
+    # Center 2 starts far away and gets no point: Lloyd moves it to the global mean.
+    X = np.array([[0.0], [0.1], [1.0], [1.1]])
+    init = np.array([[0.0], [1.0], [50.0]])
+    assert np.bincount(lloyd(X, init, 1).labels[0], minlength=3)[2] == 0
+    # gamma * (gap to the empty center) is about 240 at gamma = 0.1: no underflow, trivial
+    # bound; at gamma = 1e4 every gap (>= 0.2 at layer 2) underflows.
+    low, high = exactness_certificate(X, init, 2, 0.1), exactness_certificate(X, init, 2, 1e4)
+    assert low.bound[1] >= 1.0 and high.bound.max() < 1e-12
+    for gamma in (0.1, 1e4):
+        dev, _, _ = _deviation(X, init, 2, gamma)
+        assert np.all(dev <= exactness_certificate(X, init, 2, gamma).bound)
