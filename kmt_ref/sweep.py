@@ -48,7 +48,8 @@ GRID = {
     "tol": 1e-3,
 }
 #: A grid small enough for tests (seconds).
-QUICK_GRID = dict(GRID, gammas=[float(g) for g in np.logspace(0, 9, 7)], ds=[2], ks=[3], ns=[100], scales=[1.0, 10.0], seeds=[0])
+QUICK_GRID = dict(GRID, gammas=[float(g) for g in np.logspace(0, 9, 7)], ds=[2], ks=[3], ns=[100],
+                  scales=[1.0, 10.0], seeds=[0])
 
 #: Where ``reproduce sweep`` writes, relative to the repository root.
 DEFAULT_PATH = Path("results") / "sweep" / "sweep.json"
@@ -124,7 +125,8 @@ def load_sweep(path=DEFAULT_PATH):
 
 def reproduce(argv=()):
     """``python -m kmt_ref reproduce sweep [--quick] [--out PATH] [--figure PNG]``."""
-    parser = argparse.ArgumentParser(prog="python -m kmt_ref reproduce sweep", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m kmt_ref reproduce sweep",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny grid (seconds)")
     parser.add_argument("--out", default=str(DEFAULT_PATH), help=f"JSON output (default {DEFAULT_PATH})")
     parser.add_argument("--figure", default=None, help="also save the heatmaps to this image file")
@@ -135,7 +137,8 @@ def reproduce(argv=()):
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
-    print(f"{len(result['tasks'])} tasks x {len(result['grid']['gammas'])} gammas in {result['seconds']} s -> {out}")
+    size = f"{len(result['tasks'])} tasks x {len(result['grid']['gammas'])} gammas"
+    print(f"{size} in {result['seconds']} s -> {out}")
     if args.figure:
         from .plotting.certificate import sweep_heatmaps
 

@@ -125,7 +125,8 @@ def certificate_rows(quick=False):
             traj = lloyd_transformer(d, k, gamma).run(X, init, T)
             cert = exactness_certificate(X, init, T, gamma)
             bound = float(cert.bound.max())
-            claim = f"dev <= certified {bound:.2e}" + (" (assignments exact)" if cert.assignments_exact else "")
+            exact = " (assignments exact)" if cert.assignments_exact else ""
+            claim = f"dev <= certified {bound:.2e}{exact}"
             rows.append(compare("certificate", data_name, traj, ref, X, gamma, claim,
                                 lambda dev, gap, b=bound: dev <= b, True))
     return rows

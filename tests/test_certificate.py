@@ -40,7 +40,8 @@ def _random_instance(rng, trial):
         # Half the points within 1e-3 of the bisector of two centers: tiny margins.
         init = rng.standard_normal((k, d))
         mid = (init[0] + init[1]) / 2
-        X = np.concatenate([mid + 1e-3 * rng.standard_normal((n // 2, d)), rng.standard_normal((n - n // 2, d))])
+        near = mid + 1e-3 * rng.standard_normal((n // 2, d))
+        X = np.concatenate([near, rng.standard_normal((n - n // 2, d))])
     return X, init
 
 

@@ -16,9 +16,10 @@ CACHED = Path(__file__).resolve().parent.parent / DEFAULT_PATH
 
 def test_reproduce_sweep_quick_writes_json_with_certified_gaps_above_measured(tmp_path):
     out = tmp_path / "sweep.json"
-    assert main(["reproduce", "sweep", "--quick", "--out", str(out), "--figure", str(tmp_path / "h.png")]) == 0
+    figure = tmp_path / "h.png"
+    assert main(["reproduce", "sweep", "--quick", "--out", str(out), "--figure", str(figure)]) == 0
     result = json.loads(out.read_text())
-    assert (tmp_path / "h.png").stat().st_size > 0
+    assert figure.stat().st_size > 0
     for task in result["tasks"]:
         assert len(task["gap"]) == len(result["grid"]["gammas"])
         assert np.all(np.array(task["gap"]) <= np.array(task["certified_gap"]))

@@ -47,7 +47,7 @@ def sweep_heatmaps(result):
     tol = grid["tol"]
     fig, axes = plt.subplots(1, len(scales), figsize=(4.2 * len(scales), 0.32 * len(settings) + 1.8),
                              sharey=True, squeeze=False)
-    for ax, scale in zip(axes[0], scales):
+    for ax, scale in zip(axes[0], scales, strict=True):
         gaps = np.array([_median_over_seeds(result, "gap", d, k, n, scale) for d, k, n in settings])
         image = ax.imshow(np.log10(np.maximum(gaps, _FLOOR)), aspect="auto", cmap="viridis", vmin=-16, vmax=1,
                           extent=(lg[0] - step / 2, lg[-1] + step / 2, len(settings) - 0.5, -0.5))
@@ -69,7 +69,8 @@ def sweep_heatmaps(result):
     axes[0, 0].set_yticks(range(len(settings)))
     axes[0, 0].set_yticklabels([f"d={d} k={k} n={n}" for d, k, n in settings], fontsize=8)
     fig.colorbar(image, ax=axes[0].tolist(), label="log10 max log-objective gap", shrink=0.9)
-    fig.suptitle(f"transformer vs Lloyd; o certified gap <= {tol:g}, x closed-form rule, | measured", fontsize=10)
+    fig.suptitle(f"transformer vs Lloyd; o certified gap <= {tol:g}, x closed-form rule, | measured",
+                 fontsize=10)
     return fig
 
 
