@@ -13,6 +13,8 @@ from .lloyd_transformer import lloyd_transformer
 from .tasks import figure3_data, gaussian_mixture
 from .tokens import TokenLayout
 from .trajectory import Trajectory
+from .variants.soft import soft_kmeans, soft_kmeans_transformer
+from .variants.spherical import spherical_kmeans, spherical_kmeans_transformer
 
 __version__ = "0.1.0"
 
@@ -34,5 +36,9 @@ __all__ = [
     "lloyd",
     "lloyd_transformer",
     "min_gamma",
+    "soft_kmeans",
+    "soft_kmeans_transformer",
+    "spherical_kmeans",
+    "spherical_kmeans_transformer",
     "transformer_layer",
 ]

@@ -28,8 +28,8 @@ Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
                 scores are not computed.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import autograd.numpy as anp
 import numpy as np
@@ -112,7 +112,7 @@ class Normalizer:
         Whether ``fn`` draws random numbers (it then receives ``rng=``).
     """
 
-    fn: Optional[Callable]
+    fn: Callable | None
     uses_gamma: bool = True
     needs_rng: bool = False
 
@@ -152,9 +152,9 @@ class Block:
     score: str = "euclidean"
     normalizer: str = "softmax"
     gamma: float = 1.0
-    bq: Optional[np.ndarray] = None
-    bk: Optional[np.ndarray] = None
-    bv: Optional[np.ndarray] = None
+    bq: np.ndarray | None = None
+    bk: np.ndarray | None = None
+    bv: np.ndarray | None = None
     params: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -172,7 +172,38 @@ class Block:
             )
 
 
-def _project(Z, W, b):
+def _as_index(mask):
+    """Boolean mask -> ``None`` (all), a slice (one contiguous run) or indices."""
+    idx = np.flatnonzero(mask)
+    if len(idx) == len(mask):
+        return None
+    if len(idx) and idx[-1] - idx[0] + 1 == len(idx):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
+def _support(W, b, plain=True):
+    """Output coordinates a projection can make non-zero (``None``: all).
+
+    For plain arrays: the non-zero rows of ``W`` (and of ``b``). The
+    constructions' weights are block projectors, so most rows are zero and
+    skipping them gives the same numbers with a fraction of the work. For
+    ``autograd`` boxes (the learned model) every row counts.
+    """
+    if not plain or type(W) is not np.ndarray or not (b is None or type(b) is np.ndarray):
+        return None
+    rows = np.any(W != 0, axis=1)
+    return _as_index(rows if b is None else rows | (b != 0))
+
+
+def _project(Z, W, b, rows=None):
+    """``Z @ W[rows].T + b[rows]``, reading only the columns ``W[rows]`` uses."""
+    if rows is not None:
+        W, b = W[rows], (None if b is None else b[rows])
+    if type(W) is np.ndarray and type(Z) is np.ndarray:
+        cols = _as_index(np.any(W != 0, axis=0))
+        if cols is not None:
+            Z, W = Z[..., cols], W[:, cols]
     out = anp.matmul(Z, anp.swapaxes(W, -1, -2))
     return out if b is None else out + b
 
@@ -199,32 +230,54 @@ def attend(Zq, Zk, block, rng=None):
     ndarray, shape (..., m, D)
     """
     norm = NORMALIZERS[block.normalizer]
-    values = _project(Zk, block.Wv, block.bv)  # (..., r, D)
+    D = Zk.shape[-1]
+    plain = type(Zq) is np.ndarray and type(Zk) is np.ndarray
+    value_rows = _support(block.Wv, block.bv, plain)
+    values = _project(Zk, block.Wv, block.bv, value_rows)  # (..., r, |value_rows|)
     if block.normalizer == "identity":
         if Zq.shape[-2] != Zk.shape[-2]:
             raise ValueError(
                 "identity attention needs as many queries as keys; "
                 f"got m={Zq.shape[-2]}, r={Zk.shape[-2]}"
             )
-        return values
+        return _scatter(values, value_rows, D)
     if norm.needs_rng and not isinstance(rng, np.random.Generator):
         raise ValueError(
             f"normalizer={block.normalizer!r} needs rng=numpy.random.Generator; got rng={rng!r}"
         )
-    queries = _project(Zq, block.Wq, block.bq)  # (..., m, D)
-    keys = _project(Zk, block.Wk, block.bk)  # (..., r, D)
+    # Scores only depend on the coordinates where queries or keys can be non-zero.
+    q_rows, k_rows = _support(block.Wq, block.bq, plain), _support(block.Wk, block.bk, plain)
+    rows = None if q_rows is None or k_rows is None else _as_index(_mask(q_rows, D) | _mask(k_rows, D))
+    queries = _project(Zq, block.Wq, block.bq, rows)  # (..., m, |rows|)
+    keys = _project(Zk, block.Wk, block.bk, rows)  # (..., r, |rows|)
     score_fn = SCORES[block.score]
     extra = dict(block.params)
     if norm.needs_rng:
         extra["rng"] = rng
     m, r = Zq.shape[-2], Zk.shape[-2]
     batch = int(np.prod(Zq.shape[:-2], dtype=int))
-    rows = max(1, CHUNK_ELEMENTS // max(1, r * batch))
+    chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
     outputs = []
-    for start in range(0, m, rows):
-        s = score_fn(queries[..., start : start + rows, :], keys)  # (..., rows, r)
+    for start in range(0, m, chunk):
+        s = score_fn(queries[..., start : start + chunk, :], keys)  # (..., chunk, r)
         if norm.uses_gamma:
             s = block.gamma * s
         weights = norm.fn(s, **extra)
         outputs.append(anp.matmul(weights, values))
-    return outputs[0] if len(outputs) == 1 else anp.concatenate(outputs, axis=-2)
+    out = outputs[0] if len(outputs) == 1 else anp.concatenate(outputs, axis=-2)
+    return _scatter(out, value_rows, D)
+
+
+def _mask(index, D):
+    mask = np.zeros(D, dtype=bool)
+    mask[index] = True
+    return mask
+
+
+def _scatter(out, rows, D):
+    """Place the computed coordinates ``rows`` of the output into width ``D``."""
+    if rows is None:
+        return out
+    full = np.zeros(out.shape[:-1] + (D,))
+    full[..., rows] = out
+    return full

@@ -5,6 +5,7 @@ plainly. ``lloyd`` is itself checked against ``scipy.cluster.vq.kmeans2``.
 """
 
 import numpy as np
+import scipy.sparse
 
 from ._validation import check_centers, check_data, check_k, check_n_steps
 from .geometry import nearest_center
@@ -136,9 +137,9 @@ def _lloyd(X, C, n_iter, empty_cluster):
         lab, _ = nearest_center(X, centers[t])
         labels[t] = lab
         counts = np.bincount(lab, minlength=k)
-        onehot = np.zeros((k, n))
-        onehot[lab, np.arange(n)] = 1.0
-        sums = onehot @ X  # (k, d): sum of the members of each cluster
+        # (k, n) sparse membership matrix times X: the sum of each cluster's members.
+        members = scipy.sparse.csr_matrix((np.ones(n), lab, np.arange(n + 1)), shape=(n, k)).T
+        sums = members @ X  # (k, d)
         empty = counts == 0
         new = sums / np.maximum(counts, 1)[:, None]
         if empty.any():

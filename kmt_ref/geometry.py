@@ -40,6 +40,9 @@ def squared_distances(A, B):
 def nearest_center(X, C):
     """Index of the nearest center of every point; ties go to the lowest index.
 
+    The arg-min uses ``|c|^2 - 2 x.c``, which differs from ``||x - c||^2`` by
+    ``|x|^2``, a constant per point: the same ranking, one pass less.
+
     Parameters
     ----------
     X : ndarray, shape (n, d)
@@ -49,15 +52,16 @@ def nearest_center(X, C):
     -------
     labels : ndarray of int, shape (n,)
     sq_dist : ndarray, shape (n,)
-        Squared distance of each point to the center it was assigned to.
+        ``||x_i - c_{labels[i]}||^2``, computed directly (exact).
     """
     n, k = X.shape[0], C.shape[0]
+    c2 = np.einsum("ij,ij->i", C, C)
     rows = max(1, CHUNK_ELEMENTS // k)
     labels = np.empty(n, dtype=np.intp)
-    sq_dist = np.empty(n)
     for start in range(0, n, rows):
-        D2 = squared_distances(X[start : start + rows], C)  # (rows, k)
-        lab = np.argmin(D2, axis=1)
-        labels[start : start + rows] = lab
-        sq_dist[start : start + rows] = D2[np.arange(len(lab)), lab]
-    return labels, sq_dist
+        s = X[start : start + rows] @ C.T  # (rows, k)
+        s *= -2.0
+        s += c2
+        labels[start : start + rows] = np.argmin(s, axis=1)
+    diff = X - C[labels]
+    return labels, np.einsum("ij,ij->i", diff, diff)

@@ -1,7 +1,6 @@
 """The result type shared by every clustering algorithm and transformer."""
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -23,12 +22,13 @@ class Trajectory:
     assignments : ndarray, shape (n_iter, n, k), optional
         For transformers: the raw assignment block ``Y`` of the point tokens
         after each layer (one-hot rows when the layer is exact; fractional at
-        ties or at finite ``gamma``). ``None`` for classical algorithms.
+        ties or at finite ``gamma``). For soft k-means: the responsibilities.
+        ``None`` for the other classical algorithms.
     """
 
     centers: np.ndarray
     labels: np.ndarray
-    assignments: Optional[np.ndarray] = None
+    assignments: np.ndarray | None = None
 
     @property
     def n_iter(self):

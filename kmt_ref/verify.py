@@ -16,13 +16,14 @@ than hidden) or ``None`` (reported only).
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Optional
 
 import numpy as np
 
 from .classical import lloyd
 from .lloyd_transformer import lloyd_transformer
 from .tasks import figure3_data, gaussian_mixture
+from .variants.soft import soft_kmeans, soft_kmeans_transformer
+from .variants.spherical import normalize_rows, spherical_kmeans, spherical_kmeans_transformer
 
 __all__ = ["Row", "compare", "datasets", "run_verification", "format_table", "SECTIONS"]
 
@@ -42,7 +43,7 @@ class Row:
     max_center_dev: float
     log_obj_gap: float
     holds: bool
-    expect: Optional[bool]
+    expect: bool | None
 
     @property
     def ok(self):
@@ -132,10 +133,69 @@ def certificate_rows(quick=False):
     return rows
 
 
+#: Stiffness values of the soft k-means rows.
+BETAS = (1.0, 1e2, 1e4)
+
+
+def soft_rounding_tol(X, beta):
+    """Tolerance of the soft k-means equality in float64.
+
+    Both sides compute ``-beta ||x - c||^2`` by the expansion
+    ``|x|^2 + |c|^2 - 2 x.c`` (on differently padded arrays, so with different
+    rounding); its error is about ``eps * max |x|^2``, and ``beta`` multiplies
+    it inside the exponential. A center moves by at most the data's span times
+    the change of its weights. On data far from the origin (the offset-1e3
+    rows) this, not the construction, dominates the deviation.
+    """
+    scale = float(np.max(np.sum(X * X, axis=1)))
+    return EXACT_TOL + beta * np.finfo(float).eps * scale * float(np.ptp(X))
+
+
+def soft_spherical_rows(quick=False):
+    """Soft and spherical k-means transformers against their classical algorithms.
+
+    Soft: exact at every ``beta`` (the ``gamma`` column holds ``beta``), plus a
+    reported-only row of soft k-means at ``beta = 1e4`` against Lloyd.
+    Spherical: on the centred data (``X - mean``; directions need an origin),
+    ``d >= 2`` only (on the line, distinct centers tie), objectives of the
+    normalized points; ``gamma = inf`` (hardmax).
+    """
+    rows = []
+    exact = f"exact (dev <= {EXACT_TOL:g})"
+    is_exact = lambda dev, gap: dev <= EXACT_TOL  # noqa: E731
+    for data_name, (X, init, T) in datasets(quick).items():
+        n, d = X.shape
+        k = init.shape[0]
+        for beta in BETAS:
+            ref = soft_kmeans(X, init, T, beta)
+            traj = soft_kmeans_transformer(d, k, beta).run(X, init, T)
+            tol = soft_rounding_tol(X, beta)
+            rule = lambda dev, gap, tol=tol: dev <= tol  # noqa: E731
+            claim = f"exact to rounding (dev <= {tol:.1e})"
+            rows.append(compare("soft k-means", data_name, traj, ref, X, beta, claim, rule, True))
+        rows.append(
+            compare(
+                "soft (beta) vs Lloyd", data_name, soft_kmeans(X, init, T, BETAS[-1]), lloyd(X, init, T), X,
+                BETAS[-1], f"log-objective gap <= {LOG_OBJ_TOL:g}", lambda dev, gap: gap <= LOG_OBJ_TOL, None,
+            )
+        )
+        if d >= 2:
+            Xc = X - X.mean(axis=0)
+            init_c = init - X.mean(axis=0)
+            ref = spherical_kmeans(Xc, init_c, T)
+            traj = spherical_kmeans_transformer(d, k).run(Xc, init_c, T)
+            rows.append(
+                compare("spherical k-means", data_name + " centred", traj, ref, normalize_rows(Xc), np.inf,
+                        exact, is_exact, True)
+            )
+    return rows
+
+
 #: Verification sections, in the order they are printed. Later modules add theirs.
 SECTIONS = {
     "Theorem 2.1 (Euclidean attention)": theorem21_rows,
     "Exactness certificate (validated configuration)": certificate_rows,
+    "Variants: soft and spherical": soft_spherical_rows,
 }
 
 
@@ -153,7 +213,10 @@ def _mark(row):
 def format_table(results):
     """A plain-text table of :func:`run_verification` results."""
     lines = []
-    header = f"{'construction':<24} {'data':<28} {'gamma':>7} {'max center dev':>15} {'log-obj gap':>12}  claim -> verdict"
+    header = (
+        f"{'construction':<24} {'data':<28} {'gamma':>7} {'max center dev':>15} {'log-obj gap':>12}"
+        "  claim -> verdict"
+    )
     for title, rows in results.items():
         lines += ["", title, "-" * len(header), header]
         for r in rows:

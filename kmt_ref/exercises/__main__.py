@@ -1,0 +1,33 @@
+"""``python -m kmt_ref.exercises {check,list}``: check the workbook, or list it."""
+
+import argparse
+import sys
+
+from . import EXERCISES, format_results, run_checks
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m kmt_ref.exercises", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("check", help="run the checks on your files")
+    p.add_argument("exercises", nargs="*", help="exercise numbers (e.g. 03); all if omitted")
+    p.add_argument("--dir", default="exercises",
+                   help="the workbook directory (default: ./exercises, relative to the current directory)")
+    sub.add_parser("list", help="list the exercises with their chapter and level")
+    args = parser.parse_args(argv)
+
+    if args.command == "list":
+        for ex in EXERCISES:
+            print(f"{ex.stem:30s} {ex.level:8s} {ex.chapter}: {ex.summary}")
+        return 0
+    try:
+        results = run_checks(args.dir, args.exercises)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(format_results(results))
+    return 0 if all(r.passed for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""Helpers that turn a wrong answer into a message a reader can act on.
+
+A check calls the reader's function through :func:`call` and compares the
+result with :func:`expect_close` / :func:`expect`. Every failure is a
+:class:`CheckFailedError` whose message says what was expected, what was got and
+on which input. ``NotImplementedError`` passes through untouched so that the
+runner can say "not implemented yet" instead of reporting a crash.
+"""
+
+import copy
+import textwrap
+
+import numpy as np
+
+__all__ = [
+    "CheckFailedError", "show", "indent", "inputs", "call", "as_array", "failed", "expect", "expect_close",
+]
+
+
+class CheckFailedError(Exception):
+    """The reader's answer is wrong; the message says how and on which input."""
+
+
+def show(value):
+    """A compact, readable rendering of a value for a feedback message."""
+    if isinstance(value, np.ndarray) or (isinstance(value, (list, tuple)) and value and
+                                         all(isinstance(v, (int, float)) for v in value)):
+        arr = np.asarray(value)
+        text = np.array2string(arr, precision=4, suppress_small=True, threshold=100, edgeitems=3,
+                               max_line_width=100)
+        return text if arr.ndim <= 1 else f"shape {arr.shape}\n{text}"
+    return repr(value)
+
+
+def indent(text, width=4):
+    """Indent every line of ``text`` (multi-line arrays stay aligned)."""
+    return textwrap.indent(text, " " * width)
+
+
+def inputs(**named):
+    """Describe the inputs of a call: ``name = value`` lines, ready for a message."""
+    lines = []
+    for name, value in named.items():
+        text = show(value)
+        if "\n" in text:  # an array: name on its own line, rows aligned below
+            lines.append(indent(f"{name} =") + "\n" + indent(text, 6))
+        else:
+            lines.append(indent(f"{name} = {text}"))
+    return "\n".join(lines)
+
+
+def call(fn, *args, on):
+    """Call the reader's ``fn`` on copies of ``args``; any exception becomes a failure.
+
+    Parameters
+    ----------
+    fn : callable
+    *args
+        Arguments; each is deep-copied so a reader's in-place edit cannot
+        leak into the check's own expected values.
+    on : str
+        Description of the input (from :func:`inputs`) for the message.
+    """
+    copies = [copy.deepcopy(a) for a in args]
+    try:
+        # NaN and overflow are reported by the comparison (with the input), not as warnings.
+        with np.errstate(all="ignore"):
+            result = fn(*copies)
+    except (NotImplementedError, CheckFailedError):
+        raise
+    except Exception as exc:  # the reader's code may raise anything; report it with the input
+        raise failed(f"your function raised {type(exc).__name__}: {exc}", on) from exc
+    for position, (original, seen) in enumerate(zip(args, copies, strict=True)):
+        if isinstance(original, np.ndarray) and not np.array_equal(original, seen, equal_nan=True):
+            raise failed(
+                f"your function modified its argument #{position + 1} in place; return a new array "
+                "instead (a caller's data must never change)", on)
+    return result
+
+
+def as_array(got, what, on, shape=None, hint=""):
+    """Convert a returned value to a float array, checking its shape and finiteness."""
+    try:
+        arr = np.asarray(got, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise CheckFailedError(
+            f"{what}: expected an array, got {type(got).__name__} ({exc})\n  on input:\n{on}"
+        ) from exc
+    if shape is not None and arr.shape != tuple(shape):
+        raise failed(f"{what}: expected shape {tuple(shape)}, got shape {arr.shape}", on)
+    if not np.all(np.isfinite(arr)):
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        where = f" at index {bad}" if bad else ""
+        raise CheckFailedError(
+            f"{what}: expected finite numbers, got {arr[bad]}{where}\n  on input:\n{on}"
+            + (f"\n  hint: {hint}" if hint else "")
+        )
+    return arr
+
+
+def failed(message, on=""):
+    """A :class:`CheckFailedError` with ``message`` and, if given, the input description."""
+    return CheckFailedError(message + (f"\n  on input:\n{on}" if on else ""))
+
+
+def expect(condition, message):
+    """Fail with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise CheckFailedError(message)
+
+
+def expect_close(got, expected, what, on, atol=1e-8, rtol=1e-6, hint=""):
+    """Compare a returned array with the expected one, entry by entry.
+
+    The message shows both arrays and the first entry that differs.
+    """
+    expected = np.asarray(expected, dtype=float)
+    arr = as_array(got, what, on, shape=expected.shape)
+    close = np.isclose(arr, expected, atol=atol, rtol=rtol)
+    if not np.all(close):
+        idx = tuple(int(i) for i in np.argwhere(~close)[0])
+        where = f" at index {idx}" if idx else ""
+        raise CheckFailedError(
+            f"{what}: first difference{where}: expected {expected[idx]:.6g}, got {arr[idx]:.6g}\n"
+            f"  expected:\n{indent(show(expected))}\n  got:\n{indent(show(arr))}\n  on input:\n{on}"
+            + (f"\n  hint: {hint}" if hint else "")
+        )
+    return arr

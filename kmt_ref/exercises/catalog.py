@@ -1,0 +1,58 @@
+"""The list of workbook exercises, in book order."""
+
+from . import attention_checks, learning_checks, lloyd_checks, thm21_checks, thm22_checks, variants_checks
+from .runner import Exercise
+
+__all__ = ["CHAPTERS", "EXERCISES"]
+
+#: Book chapters the exercises belong to, in reading order.
+CHAPTERS = (
+    "k-means and Lloyd's algorithm",
+    "Attention",
+    "The k-means transformer (Theorem 2.1)",
+    "Dot-product attention and the FFN (Theorem 2.2)",
+    "Variants",
+    "Learning a clustering algorithm",
+    "What the trained model learned",
+)
+_LLOYD, _ATTN, _T21, _T22, _VAR, _LEARN, _READ = CHAPTERS
+
+EXERCISES = tuple(
+    Exercise(stem[:2], stem, function, chapter, level, summary, check)
+    for stem, function, chapter, level, summary, check in (
+        ("01_lloyd_step", "lloyd_step", _LLOYD, "warm-up",
+         "one Lloyd iteration, with ties and an empty cluster", lloyd_checks.check_lloyd_step),
+        ("02_euclidean_scores", "euclidean_scores", _ATTN, "warm-up",
+         "the Euclidean attention scores -gamma ||q - k||^2", attention_checks.check_euclidean_scores),
+        ("03_averaging_hardmax", "averaging_hardmax", _ATTN, "warm-up",
+         "the averaging hardmax (uniform over the arg-max set)", attention_checks.check_averaging_hardmax),
+        ("04_cax_weights", "cax_weights", _T21, "medium",
+         "the Equation 5 weights of the CAX block", thm21_checks.check_cax_weights),
+        ("05_sax_reset", "sax_reset", _T21, "medium",
+         "prove by code that SAX resets the assignments (duplicates too)", thm21_checks.check_sax_reset),
+        ("06_cac_block", "cac_block", _T21, "medium",
+         "a CAC block that averages the members of each cluster", thm21_checks.check_cac_block),
+        ("07_smallest_gamma", "smallest_gamma", _T21, "hard",
+         "the smallest gamma at which soft CAX is within eps of Lloyd's assignment",
+         thm21_checks.check_smallest_gamma),
+        ("08_dot_cax_weights", "dot_cax_weights", _T22, "hard",
+         "dot-product CAX weights that reproduce Euclidean attention", thm22_checks.check_dot_cax_weights),
+        ("09_sqnorm_ffn", "sqnorm_ffn", _T22, "medium",
+         "a relu^2 FFN that maintains the centers' squared norms", thm22_checks.check_sqnorm_ffn),
+        ("10_sparsemax", "sparsemax", _VAR, "medium",
+         "sparsemax, the Euclidean projection onto the simplex", variants_checks.check_sparsemax),
+        ("11_soft_kmeans_transformer", "soft_kmeans_transformer", _VAR, "medium",
+         "derive the soft k-means transformer from Theorem 2.1",
+         variants_checks.check_soft_kmeans_transformer),
+        ("12_spherical_normalize", "spherical_normalize", _VAR, "medium",
+         "a spherical normalization that leaves the id block intact",
+         variants_checks.check_spherical_normalize),
+        ("13_smoothed_loss", "smoothed_loss", _LEARN, "medium",
+         "the smoothed k-means loss, an upper bound of the objective", learning_checks.check_smoothed_loss),
+        ("14_train_tiny_model", "train_tiny_model", _LEARN, "hard",
+         "train a one-layer model for 100 steps and beat one Lloyd step",
+         learning_checks.check_train_tiny_model),
+        ("15_name_block", "name_block", _READ, "medium",
+         "read a learned-looking weight triple and name its block", learning_checks.check_name_block),
+    )
+)

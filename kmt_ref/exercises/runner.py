@@ -1,0 +1,133 @@
+"""Find the workbook, load the reader's files by path, run the checks.
+
+Reader files are loaded with :mod:`importlib` from their path (they are not
+package modules: their names start with a digit), each under a fresh private
+module name, so an edit is picked up on the next run and nothing is cached.
+"""
+
+import importlib.util
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._feedback import CheckFailedError
+
+__all__ = ["Exercise", "CheckResult", "find_workbook", "load_function", "run_check", "format_results"]
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One workbook exercise.
+
+    Attributes
+    ----------
+    number : str
+        Two digits, the file prefix (``"03"``).
+    stem : str
+        File name without ``.py`` (``"03_averaging_hardmax"``).
+    function : str
+        Name of the function the reader writes.
+    chapter : str
+        The book chapter it belongs to.
+    level : {"warm-up", "medium", "hard"}
+    summary : str
+        One line: what the reader builds.
+    check : callable
+        ``check(fn) -> str``: returns a success note or raises
+        :class:`CheckFailedError` (or lets ``NotImplementedError`` through).
+    """
+
+    number: str
+    stem: str
+    function: str
+    chapter: str
+    level: str
+    summary: str
+    check: object
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Outcome of one check: ``passed`` and the message for the reader."""
+
+    exercise: Exercise
+    passed: bool
+    message: str
+    seconds: float
+
+
+def find_workbook(directory):
+    """The workbook directory as a Path; ``ValueError`` with advice if it is not one."""
+    path = Path(directory).expanduser()
+    if not path.is_dir():
+        raise ValueError(
+            f"workbook directory not found: dir={str(path)!r} (resolved: {path.resolve()}). "
+            "Run from the repository root, or pass --dir path/to/exercises"
+        )
+    if not any(path.glob("[0-9][0-9]_*.py")):
+        raise ValueError(
+            f"dir={str(path)!r} holds no exercise files (NN_name.py); pass --dir path/to/exercises"
+        )
+    return path
+
+
+def load_function(path, name):
+    """Execute the file at ``path`` as a fresh module and return its ``name``.
+
+    Raises
+    ------
+    CheckFailedError
+        If the file is missing, cannot be executed, or has no such function.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckFailedError(f"file not found: {path}")
+    module_name = f"_kmt_workbook_{path.stem}_{time.monotonic_ns()}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    # Registered while it executes so that dataclasses, pickling etc. in the
+    # reader's file work; removed afterwards so the next run reloads the file.
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # a syntax error or a failing import in the reader's file
+        raise CheckFailedError(f"could not load {path}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        sys.modules.pop(module_name, None)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise CheckFailedError(f"{path} must define a function {name}(...); it does not")
+    return fn
+
+
+def run_check(exercise, directory):
+    """Load the reader's function for ``exercise`` from ``directory`` and check it."""
+    path = Path(directory) / f"{exercise.stem}.py"
+    start = time.perf_counter()
+    try:
+        fn = load_function(path, exercise.function)
+        note = exercise.check(fn)
+        passed, message = True, note or "all cases agree"
+    except NotImplementedError:
+        passed = False
+        message = (
+            f"not implemented yet: {exercise.function}() in {path} still raises NotImplementedError "
+            "- replace its body with your solution"
+        )
+    except CheckFailedError as failure:
+        passed, message = False, str(failure)
+    return CheckResult(exercise, passed, message, time.perf_counter() - start)
+
+
+def format_results(results):
+    """A readable report: one header line per exercise, its message indented."""
+    lines = []
+    for r in results:
+        ex = r.exercise
+        status = "PASS" if r.passed else "FAIL"
+        lines.append(f"[{status}] {ex.stem}  ({ex.chapter}; {ex.level}; {r.seconds:.1f} s)")
+        lines.extend("       " + line for line in r.message.splitlines())
+    n_pass = sum(r.passed for r in results)
+    lines.append(f"{n_pass}/{len(results)} passed")
+    return "\n".join(lines)

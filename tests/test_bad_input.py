@@ -1,0 +1,87 @@
+"""Bad input gets a clear ValueError naming the argument and the value, before any work."""
+
+import numpy as np
+import pytest
+
+from kmt_ref import kmeans_objective, kmeans_plusplus, lloyd, lloyd_transformer
+
+X_OK = np.arange(20, dtype=float).reshape(10, 2)
+INIT_OK = X_OK[:3].copy()
+
+
+@pytest.mark.parametrize(
+    "X,init,n_iter,match",
+    [
+        (np.where(np.eye(10, 2) > 0, np.nan, X_OK), INIT_OK, 3, r"X must be finite; got X\[0, 0\]=nan"),
+        (np.where(np.eye(10, 2) > 0, np.inf, X_OK), INIT_OK, 3, r"X must be finite; got X\[0, 0\]=inf"),
+        (X_OK, np.array([[np.nan, 0.0]]), 3, r"init must be finite; got init\[0, 0\]=nan"),
+        (np.arange(10.0), INIT_OK, 3, r"X must be 2-D of shape \(n, d\); got X.ndim=1"),
+        (X_OK[None], INIT_OK, 3, r"X.ndim=3"),
+        (np.zeros((0, 2)), INIT_OK, 3, r"X must be non-empty; got X.shape=\(0, 2\)"),
+        (X_OK[:2], INIT_OK, 3, r"k \(rows of init\) must be <= n=2 \(number of points\); got k \(rows of init\)=3"),
+        (X_OK, np.zeros((3, 5)), 3, r"init must have d=2 columns like X; got init.shape=\(3, 5\)"),
+        (X_OK, INIT_OK, 2.5, r"n_iter must be a non-negative integer; got n_iter=2.5"),
+        (X_OK, INIT_OK, -1, r"n_iter must be a non-negative integer; got n_iter=-1"),
+        (X_OK, INIT_OK, True, r"n_iter must be a non-negative integer; got n_iter=True"),
+        (X_OK.astype(complex), INIT_OK, 3, r"X must be a real numeric array"),
+        (np.array([["a", "b"]]), INIT_OK, 3, r"X must be a real numeric array"),
+    ],
+)
+def test_lloyd_rejects_bad_input(X, init, n_iter, match):
+    with pytest.raises(ValueError, match=match):
+        lloyd(X, init, n_iter)
+
+
+def test_lloyd_rejects_an_unknown_empty_cluster_policy():
+    with pytest.raises(ValueError, match=r"empty_cluster must be one of .*; got empty_cluster='drop'"):
+        lloyd(X_OK, INIT_OK, 1, empty_cluster="drop")
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(d=2, k=3, gamma=0.0), r"gamma must be a positive number or numpy.inf; got gamma=0.0"),
+        (dict(d=2, k=3, gamma=-1.0), r"got gamma=-1.0"),
+        (dict(d=2, k=3, gamma=float("nan")), r"got gamma=nan"),
+        (dict(d=2, k=3, gamma="big"), r"gamma must be a positive number; got gamma='big'"),
+        (dict(d=0, k=3), r"d must be >= 1; got d=0"),
+        (dict(d=2, k=0), r"k must be >= 1; got k=0"),
+        (dict(d=2, k=2.0), r"k must be an integer; got k=2.0"),
+        (dict(d=2, k=3, config="fast"), r"config must be one of \['faithful', 'validated'\]; got config='fast'"),
+    ],
+)
+def test_lloyd_transformer_rejects_bad_construction_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        lloyd_transformer(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "X,init,n_layers,match",
+    [
+        (np.zeros((10, 3)), INIT_OK, 2, r"this model was built for d=2; got X with d=3"),
+        (X_OK, X_OK[:4], 2, r"init must have k=3 rows; got init.shape=\(4, 2\)"),
+        (X_OK[:2], INIT_OK, 2, r"must be <= n=2"),
+        (X_OK, INIT_OK, -3, r"n_layers must be a non-negative integer; got n_layers=-3"),
+        (X_OK, INIT_OK, "3", r"n_layers must be a non-negative integer; got n_layers='3'"),
+        (np.full((10, 2), np.nan), INIT_OK, 2, r"X must be finite"),
+    ],
+)
+def test_a_model_rejects_data_of_other_shapes_and_bad_depths(X, init, n_layers, match):
+    with pytest.raises(ValueError, match=match):
+        lloyd_transformer(2, 3).run(X, init, n_layers)
+
+
+def test_kmeans_objective_and_plusplus_reject_bad_input():
+    with pytest.raises(ValueError, match=r"centers must have d=2 columns like X"):
+        kmeans_objective(X_OK, np.zeros((2, 3)))
+    with pytest.raises(ValueError, match=r"k must be <= n=10 \(number of points\); got k=11"):
+        kmeans_plusplus(X_OK, 11, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"rng must be a numpy.random.Generator; got rng=0"):
+        kmeans_plusplus(X_OK, 2, 0)
+
+
+def test_validation_happens_before_any_work_and_inputs_stay_untouched():
+    X = X_OK.copy()
+    X.flags.writeable = False  # any in-place write would raise
+    traj = lloyd_transformer(2, 3).run(X, INIT_OK, 2)
+    assert traj.centers.shape == (3, 3, 2)

@@ -1,0 +1,36 @@
+"""The command line: verify and bench run and report honestly."""
+
+import json
+
+import pytest
+
+from kmt_ref.__main__ import main
+from kmt_ref.verify import Row, format_table
+
+
+def test_verify_quick_exits_zero_and_every_claim_that_should_hold_holds(capsys):
+    assert main(["verify", "--quick", "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)
+    rows = [r for section in results.values() for r in section]
+    assert rows and all(r["ok"] for r in rows)
+    exact = [r for r in rows if r["gamma"] == float("inf")]
+    assert exact and all(r["holds"] for r in exact)
+
+
+def test_a_failing_claim_is_reported_as_failing():
+    bad = Row("x", "data", 1e4, "claim", 1.0, 1.0, holds=False, expect=True)
+    assert not bad.ok
+    assert "FAILS" in format_table({"section": [bad]})
+    shown = Row("x", "data", 1e4, "claim", 1.0, 1.0, holds=False, expect=False)
+    assert shown.ok and "fails (expected)" in format_table({"section": [shown]})
+
+
+def test_bench_quick_reports_ratios_and_memory(capsys):
+    assert main(["bench", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "transformer / lloyd" in out and "lloyd / kmeans2" in out and "peak" in out
+
+
+def test_unknown_command_is_rejected():
+    with pytest.raises(SystemExit):
+        main(["frobnicate"])

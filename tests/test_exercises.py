@@ -1,0 +1,249 @@
+"""The workbook checks can pass, and they can fail with a useful message."""
+
+import inspect
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kmt_ref.exercises import EXERCISES, find_workbook, run_check, run_checks, select
+from kmt_ref.exercises.__main__ import main
+from kmt_ref.exercises.runner import load_function
+
+WORKBOOK = Path(__file__).resolve().parents[1] / "exercises"
+SOLUTIONS = WORKBOOK / "solutions"
+IDS = [ex.stem for ex in EXERCISES]
+
+
+def _write(tmp_path, stem, source):
+    (tmp_path / f"{stem}.py").write_text(textwrap.dedent(source))
+    return tmp_path
+
+
+def _check_one(directory, number):
+    (result,) = run_checks(directory, [number])
+    return result
+
+
+def test_the_workbook_has_at_least_12_exercises_covering_every_chapter():
+    from kmt_ref.exercises import CHAPTERS
+
+    assert len(EXERCISES) >= 12
+    assert {ex.chapter for ex in EXERCISES} == set(CHAPTERS)
+    assert [ex.number for ex in EXERCISES] == [f"{i:02d}" for i in range(1, len(EXERCISES) + 1)]
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_starter_and_solution_define_the_same_function(exercise):
+    starter = load_function(WORKBOOK / f"{exercise.stem}.py", exercise.function)
+    solution = load_function(SOLUTIONS / f"{exercise.stem}.py", exercise.function)
+    required = [
+        [p.name for p in inspect.signature(f).parameters.values() if p.default is inspect.Parameter.empty]
+        for f in (starter, solution)
+    ]
+    assert required[0] == required[1]
+    assert "Hint" in starter.__doc__ and "Returns" in starter.__doc__
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_reference_solution_passes(exercise):
+    result = run_check(exercise, SOLUTIONS)
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_untouched_starter_fails_as_not_implemented(exercise):
+    result = run_check(exercise, WORKBOOK)
+    assert not result.passed
+    assert result.message.startswith("not implemented yet"), result.message
+
+
+WRONG = {
+    "01_lloyd_step": (
+        """
+        import numpy as np
+
+        def lloyd_step(X, centers):  # forgets the empty-cluster policy: keeps the old center
+            labels = np.argmin(((X[:, None] - centers[None]) ** 2).sum(-1), axis=1)
+            return np.array([X[labels == j].mean(0) if (labels == j).any() else centers[j]
+                             for j in range(len(centers))])
+        """,
+        ["empty cluster", "expected", "got", "mean of ALL points"],
+    ),
+    "03_averaging_hardmax": (
+        """
+        import numpy as np
+
+        def averaging_hardmax(scores):  # one-hot arg-max: not the limit at ties
+            return np.eye(scores.shape[-1])[np.argmax(scores, axis=-1)]
+        """,
+        ["two tied maxima share", "expected 0.5, got 1"],
+    ),
+    "04_cax_weights": (
+        """
+        import numpy as np
+        from kmt_ref import TokenLayout
+
+        def cax_weights(d, k):  # compares whole tokens: the old y leaks into the score
+            layout = TokenLayout(d, k)
+            return np.eye(d + k), np.eye(d + k), layout.projector("y")
+        """,
+        ["a later layer", "CAX output", "so y must not enter it"],
+    ),
+    "07_smallest_gamma": (
+        """
+        import numpy as np
+
+        def smallest_gamma(X, centers, eps):  # a sufficient gamma, not the smallest one
+            D2 = ((X[:, None] - centers[None]) ** 2).sum(-1)
+            gap = np.sort(D2, axis=1)[:, 1] - D2.min(axis=1)
+            return float(np.log((centers.shape[0] - 1) * (1 - eps) / eps) / gap.min())
+        """,
+        ["is not the smallest", "eps ="],
+    ),
+    "08_dot_cax_weights": (
+        """
+        from kmt_ref import TokenLayout
+
+        def dot_cax_weights(d, k):  # plain x . c: forgets the -||c||^2 term
+            layout = TokenLayout(d, k, ("x", "y", "sqnorm", "one"))
+            return layout.projector("x"), layout.projector("x"), layout.projector("y")
+        """,
+        ["dot-product CAX output at gamma=1", "2 x_i.c_j - ||c_j||^2"],
+    ),
+    "05_sax_reset": (
+        """
+        import numpy as np
+
+        def sax_reset(X, Y):  # zeroes y directly instead of using attention
+            return np.hstack([X, np.zeros_like(Y)])
+        """,
+        ["DIFFERENT y", "y block after the reset", "AVERAGE y"],
+    ),
+    "10_sparsemax": (
+        """
+        import numpy as np
+
+        def sparsemax(scores):  # softmax: never exactly zero
+            e = np.exp(scores - scores.max(-1, keepdims=True))
+            return e / e.sum(-1, keepdims=True)
+        """,
+        ["sparsemax: first difference", "expected", "scores ="],
+    ),
+    "13_smoothed_loss": (
+        """
+        import autograd.numpy as np
+
+        def smoothed_loss(X, centers, tau):  # no max subtraction: 0 / 0 at tiny tau
+            r = np.sum((X[..., :, None, :] - centers[..., None, :, :]) ** 2, axis=-1)
+            e = np.exp(-r / tau)
+            return np.mean(np.sum(np.sum(e * r, -1) / np.sum(e, -1), -1))
+        """,
+        ["tiny tau", "finite", "nan"],
+    ),
+    "14_train_tiny_model": (
+        """
+        import numpy as np
+        from kmt_ref import lloyd_transformer
+
+        def train_tiny_model(rng):  # no training: the exact construction only ties with Lloyd
+            return lloyd_transformer(2, 3)
+        """,
+        ["not better than one Lloyd step", "ratio 1.000"],
+    ),
+    "15_name_block": (
+        """
+        def name_block(Wq, Wk, Wv, d, k):  # looks at the sign of one entry only
+            return "CAX" if Wv[-1, -1] > 0 else "SAX"
+        """,
+        ["weight triple #", "expected '", "hint: which coordinates"],
+    ),
+}
+
+
+@pytest.mark.parametrize("stem", sorted(WRONG))
+def test_a_wrong_solution_fails_with_a_useful_message(tmp_path, stem):
+    source, phrases = WRONG[stem]
+    result = _check_one(_write(tmp_path, stem, source), stem[:2])
+    assert not result.passed
+    for phrase in phrases:
+        assert phrase.lower() in result.message.lower(), result.message
+
+
+def test_a_crashing_solution_is_reported_with_its_input_not_raised(tmp_path):
+    _write(tmp_path, "02_euclidean_scores", "def euclidean_scores(Zq, Zk, gamma):\n    return Zq @ Zk\n")
+    result = _check_one(tmp_path, "02")
+    assert not result.passed
+    assert "your function raised ValueError" in result.message and "Zq =" in result.message
+
+
+def test_a_file_that_does_not_load_or_lacks_the_function_is_reported(tmp_path):
+    _write(tmp_path, "02_euclidean_scores", "def euclidean_scores(:\n")
+    _write(tmp_path, "03_averaging_hardmax", "def something_else():\n    pass\n")
+    bad_syntax, no_function = run_checks(tmp_path, ["02", "03"])
+    assert "could not load" in bad_syntax.message and "SyntaxError" in bad_syntax.message
+    assert "must define a function averaging_hardmax" in no_function.message
+
+
+def test_an_edited_file_is_reloaded_on_the_next_run(tmp_path):
+    starter = "def averaging_hardmax(scores):\n    raise NotImplementedError\n"
+    _write(tmp_path, "03_averaging_hardmax", starter)
+    assert not _check_one(tmp_path, "03").passed
+    (tmp_path / "03_averaging_hardmax.py").write_text((SOLUTIONS / "03_averaging_hardmax.py").read_text())
+    assert _check_one(tmp_path, "03").passed
+
+
+def test_select_accepts_numbers_and_stems_in_book_order():
+    assert [ex.number for ex in select(["5", "01", "03_averaging_hardmax"])] == ["01", "03", "05"]
+    with pytest.raises(ValueError, match="no exercise '99'"):
+        select(["99"])
+
+
+def test_a_missing_workbook_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="workbook directory not found.*--dir"):
+        find_workbook(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="no exercise files"):
+        find_workbook(tmp_path)
+
+
+def test_command_line_exit_codes(tmp_path, capsys, monkeypatch):
+    assert main(["check", "03", "--dir", str(SOLUTIONS)]) == 0
+    assert "[PASS] 03_averaging_hardmax" in capsys.readouterr().out
+    assert main(["check", "03", "--dir", str(WORKBOOK)]) == 1
+    assert "[FAIL] 03_averaging_hardmax" in capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)  # no ./exercises here
+    assert main(["check"]) == 2
+    assert "workbook directory not found" in capsys.readouterr().err
+    monkeypatch.chdir(WORKBOOK.parent)  # the default --dir is ./exercises
+    assert main(["check", "01"]) == 1
+    assert main(["list"]) == 0
+    assert "15_name_block" in capsys.readouterr().out
+
+
+def test_the_workbook_readme_lists_every_exercise_with_its_chapter():
+    import re
+
+    text = (WORKBOOK / "README.md").read_text()
+    rows = re.findall(r"^\| (\d\d) \| `(\w+)`.*\| (.*) \| (\S+) \|$", text, re.M)
+    assert rows == [(ex.number, ex.function, ex.chapter, ex.level) for ex in EXERCISES]
+
+
+def test_a_solution_that_modifies_its_input_in_place_fails(tmp_path):
+    source = """
+        import numpy as np
+
+        def spherical_normalize(Q, d, k):  # right numbers, but written into the caller's array
+            Q[:, :d] /= np.where(np.linalg.norm(Q[:, :d], axis=1, keepdims=True) > 0,
+                                 np.linalg.norm(Q[:, :d], axis=1, keepdims=True), 1.0)
+            return Q
+        """
+    result = _check_one(_write(tmp_path, "12_spherical_normalize", source), "12")
+    assert not result.passed
+    assert "modified its argument #1 in place" in result.message
+
+
+def test_by_chapter_groups_every_exercise_once_in_book_order():
+    from kmt_ref.exercises import by_chapter
+
+    groups = by_chapter()
+    assert [ex for exs in groups.values() for ex in exs] == list(EXERCISES)

@@ -1,0 +1,171 @@
+"""Theorem 2.1: the k-means transformer runs Lloyd's algorithm."""
+
+import numpy as np
+import pytest
+
+import kmt_ref.attention
+from kmt_ref import BLOCK_NAMES, attend, figure3_data, gaussian_mixture, lloyd, lloyd_transformer
+
+CONFIGS = ("validated", "faithful")
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("seed,n,d,k", [(0, 300, 2, 5), (1, 400, 8, 10), (2, 150, 1, 3), (3, 500, 5, 7)])
+def test_theorem21_at_gamma_inf_equals_lloyd_for_every_depth(mixture, config, seed, n, d, k):
+    X, init = mixture(seed, n, d, k)
+    model = lloyd_transformer(d, k, config=config)
+    ref = lloyd(X, init, 10)
+    for T in range(1, 11):
+        traj = model.run(X, init, T)
+        np.testing.assert_allclose(traj.centers, ref.centers[: T + 1], rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(traj.labels, ref.labels[:T])
+        # The assignment block is exactly one-hot: the invariant P = [X | Y_t].
+        np.testing.assert_array_equal(traj.assignments[-1], np.eye(k)[ref.labels[T - 1]])
+
+
+def test_weights_are_exactly_equation_5():
+    d, k = 3, 4
+    I_d, I_k = np.eye(d), np.eye(k)
+    Z_dk, Z_kd = np.zeros((d, k)), np.zeros((k, d))
+    P_x = np.block([[I_d, Z_dk], [Z_kd, np.zeros((k, k))]])
+    P_y = np.block([[np.zeros((d, d)), Z_dk], [Z_kd, I_k]])
+    expected = {
+        "CAX": (P_x, P_x, P_y),
+        "SAX": (P_x, P_x, -P_y),
+        "CAC": (P_y, P_y, P_x),
+        "SAC": (P_y, P_y, -P_x),
+    }
+    for config in CONFIGS:
+        model = lloyd_transformer(d, k, config=config)
+        assert tuple(model.weights) == BLOCK_NAMES
+        for block, (Wq, Wk, Wv) in expected.items():
+            np.testing.assert_array_equal(model.weights[block]["Wq"], Wq)
+            np.testing.assert_array_equal(model.weights[block]["Wk"], Wk)
+            np.testing.assert_array_equal(model.weights[block]["Wv"], Wv)
+
+
+@pytest.mark.parametrize("d,k", [(1, 1), (2, 5), (32, 10), (100, 3)])
+def test_nonzero_count_is_linear_in_d_plus_k(d, k):
+    # CAX, SAX: 2d + k each; CAC, SAC: d + 2k each.
+    assert lloyd_transformer(d, k).nonzero_count() == 6 * (d + k)
+
+
+def test_weights_are_read_only():
+    model = lloyd_transformer(2, 3)
+    with pytest.raises(ValueError):
+        model.weights["CAX"]["Wq"][0, 0] = 5.0
+
+
+def test_hand_computed_toy_case_through_the_transformer():
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [10.0, 10.0], [11.0, 10.0]])
+    init = np.array([[0.0, 0.0], [10.0, 10.0]])
+    for config in CONFIGS:
+        traj = lloyd_transformer(2, 2, config=config).run(X, init, 2)
+        np.testing.assert_array_equal(traj.labels, [[0, 0, 0, 1, 1]] * 2)
+        np.testing.assert_allclose(traj.centers[1], [[1 / 3, 1 / 3], [10.5, 10.0]], atol=1e-15)
+        np.testing.assert_allclose(traj.centers[2], traj.centers[1], atol=1e-15)
+
+
+def test_duplicated_points_reset_exactly_in_the_faithful_layer():
+    # SAX splits its attention over identical copies of a point; they carry the
+    # same y, so the reset is still exact.
+    rng = np.random.default_rng(7)
+    X, init, _ = gaussian_mixture(rng, n=60, d=2, k=3)
+    X = np.concatenate([X, X[:20], X[:5]])  # many exact duplicates
+    traj = lloyd_transformer(2, 3, config="faithful").run(X, init, 8)
+    ref = lloyd(X, init, 8)
+    np.testing.assert_allclose(traj.centers, ref.centers, rtol=0, atol=1e-12)
+    for Y in traj.assignments:
+        assert set(np.unique(Y)) <= {0.0, 1.0}
+
+
+def _tie_case():
+    # x = 1 is equidistant from the centers 0 and 2; the others are not.
+    X = np.array([[0.0], [-0.5], [1.0], [2.0], [2.5]])
+    init = np.array([[0.0], [2.0]])
+    return X, init
+
+
+def test_a_tie_gives_a_fractional_assignment_and_the_lowest_label():
+    X, init = _tie_case()
+    for config in CONFIGS:
+        traj = lloyd_transformer(1, 2, config=config).run(X, init, 1)
+        np.testing.assert_array_equal(traj.assignments[0][2], [0.5, 0.5])
+        assert traj.labels[0][2] == 0  # as numpy.argmin in lloyd
+
+
+def test_at_a_tie_the_faithful_layer_excludes_the_tied_point():
+    X, init = _tie_case()
+    traj = lloyd_transformer(1, 2, config="faithful").run(X, init, 1)
+    # Euclidean CAC scores the tied point -1/2 against both ids, below the members' 0.
+    np.testing.assert_allclose(traj.centers[1], [[-0.25], [2.25]], atol=1e-15)
+
+
+def test_at_a_tie_the_validated_layer_counts_the_tied_point_half_in_each_cluster():
+    X, init = _tie_case()
+    traj = lloyd_transformer(1, 2, config="validated").run(X, init, 1)
+    # Linear CAC weights point i by y_ij: (0 - 0.5 + 0.5*1) / 2.5 and (2 + 2.5 + 0.5*1) / 2.5.
+    np.testing.assert_allclose(traj.centers[1], [[0.0], [2.0]], atol=1e-15)
+    # Lloyd (lowest index) disagrees here, which is why ties are excluded by the theorem.
+    assert not np.allclose(lloyd(X, init, 1).centers[1], traj.centers[1])
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_an_empty_cluster_moves_to_the_global_mean_as_lloyd_default(config):
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    init = np.array([[1.5], [100.0]])
+    traj = lloyd_transformer(1, 2, config=config).run(X, init, 3)
+    ref = lloyd(X, init, 3)  # empty_cluster="global_mean" is the default
+    assert traj.centers[1, 1, 0] == pytest.approx(1.5)
+    np.testing.assert_allclose(traj.centers, ref.centers, atol=1e-14)
+    assert np.all(np.isfinite(traj.centers))
+
+
+def test_figure3_validated_layer_at_gamma_1e4_agrees_with_lloyd_to_1e_3_in_log_objective():
+    X, init = figure3_data()
+    ref = lloyd(X, init, 10).log_objectives(X)
+    got = lloyd_transformer(2, 5, gamma=1e4).run(X, init, 10).log_objectives(X)
+    assert np.max(np.abs(got - ref)) <= 1e-3
+
+
+def test_faithful_layer_at_gamma_1e4_fails_on_dense_data_because_sax_cannot_separate_points():
+    rng = np.random.default_rng(0)
+    X, init, _ = gaussian_mixture(rng, n=2000, d=2, k=5)
+    ref = lloyd(X, init, 5)
+    traj = lloyd_transformer(2, 5, gamma=1e4, config="faithful").run(X, init, 5)
+    # The reset is smeared over neighbours: the assignment block is no longer one-hot...
+    Y = traj.assignments[-1]
+    assert np.max(np.abs(Y - np.eye(5)[ref.labels[-1]])) > 0.1
+    # ...and the log objective drifts several times past the paper's 1e-3 tolerance.
+    gap = np.max(np.abs(traj.log_objectives(X) - ref.log_objectives(X)))
+    assert gap > 5e-3
+    # The validated configuration on the same data does not.
+    ok = lloyd_transformer(2, 5, gamma=1e4).run(X, init, 5).log_objectives(X)
+    assert np.max(np.abs(ok - ref.log_objectives(X))) <= 1e-3
+
+
+def test_chunked_self_attention_equals_unchunked(monkeypatch, mixture):
+    X, init = mixture(0, 300, 3, 4)
+    block = lloyd_transformer(3, 4, gamma=50.0, config="faithful").blocks["SAX"]
+    P = np.concatenate([X, np.zeros((300, 4))], axis=1)
+    full = attend(P, P, block)
+    monkeypatch.setattr(kmt_ref.attention, "CHUNK_ELEMENTS", 1000)  # 3 query rows per chunk
+    np.testing.assert_allclose(attend(P, P, block), full, rtol=0, atol=1e-15)
+
+
+def test_run_with_reembedding_is_the_same_for_the_construction(mixture):
+    X, init = mixture(1, 200, 2, 4)
+    model = lloyd_transformer(2, 4)
+    a, b = model.run(X, init, 6), model.run(X, init, 6, reembed=True)
+    np.testing.assert_allclose(a.centers, b.centers, atol=1e-14)
+
+
+def test_faithful_layer_runs_at_n_20000_without_an_n_by_n_matrix():
+    from kmt_ref.bench import peak_memory
+
+    rng = np.random.default_rng(0)
+    X, init, _ = gaussian_mixture(rng, n=20_000, d=2, k=5)
+    model = lloyd_transformer(2, 5, gamma=1e4, config="faithful")
+    peak = peak_memory(lambda: model.run(X, init, 1))
+    n_by_n = 8 * 20_000**2  # 3.2 GB
+    assert peak < n_by_n / 8
