@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validation import check_positive
+from ._validation import check_n_steps, check_positive
 from .certificate import _LloydGeometry, min_gamma, rule_of_thumb_gamma
 from .classical import lloyd
 from .lloyd_transformer import lloyd_transformer
@@ -91,6 +91,8 @@ def run_sweep(gammas, ds, ks, ns, scales, seeds, n_layers=10, tol=1e-3):
         ``certified_gamma``, ``rule_gamma``, ``margin``, ``diag``.
     """
     gammas = [check_positive(g, "gamma") for g in gammas]
+    scales = [check_positive(s, "scale") for s in scales]
+    n_layers = check_n_steps(n_layers, "n_layers")
     tol = check_positive(tol, "tol")
     grid = dict(gammas=gammas, ds=list(ds), ks=list(ks), ns=list(ns), scales=list(scales),
                 seeds=list(seeds), n_layers=int(n_layers), tol=tol)

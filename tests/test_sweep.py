@@ -48,3 +48,13 @@ def test_sweep_figures_are_drawn():
     assert len(sweep_heatmaps(result).axes) == len(GRID["scales"]) + 1  # + colorbar
     assert len(gap_collapse(result).axes) == 1
     assert len(bound_vs_measured([1, 10], [0.1, 0.01], [0.2, 0.02]).axes) == 1
+
+
+def test_run_sweep_rejects_bad_grid_values():
+    import pytest
+
+    for bad in (dict(scales=[0.0]), dict(gammas=[-1.0]), dict(n_layers=-1), dict(tol=0.0)):
+        args = dict(gammas=[1.0], ds=[2], ks=[2], ns=[10], scales=[1.0], seeds=[0], n_layers=1, tol=1e-3)
+        args.update(bad)
+        with pytest.raises(ValueError, match="="):
+            run_sweep(**args)
