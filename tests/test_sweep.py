@@ -5,6 +5,7 @@ from pathlib import Path
 
 import matplotlib
 import numpy as np
+import pytest
 
 from kmt_ref.__main__ import main
 from kmt_ref.sweep import DEFAULT_PATH, GRID, load_sweep, run_sweep
@@ -51,8 +52,6 @@ def test_sweep_figures_are_drawn():
 
 
 def test_run_sweep_rejects_bad_grid_values():
-    import pytest
-
     for bad in (dict(scales=[0.0]), dict(gammas=[-1.0]), dict(n_layers=-1), dict(tol=0.0)):
         args = dict(gammas=[1.0], ds=[2], ks=[2], ns=[10], scales=[1.0], seeds=[0], n_layers=1, tol=1e-3)
         args.update(bad)
