@@ -104,11 +104,16 @@ class _LloydGeometry:
         self.X = X
         n, d = X.shape
         k = C0.shape[0]
-        self.lloyd = _lloyd(X, C0, n_layers, "global_mean")
-        centers = self.lloyd.centers
-        self.dist = [np.sqrt(_sq_dist(X, centers[t])) for t in range(n_layers + 1)]  # (n, k) each
-        self.labels = self.lloyd.labels
+        # One Lloyd step past the last layer: the objective bound at layer T
+        # needs the means of the clusters the centers C_T define.
+        extended = _lloyd(X, C0, n_layers + 1, "global_mean")
+        self.lloyd = Trajectory(centers=extended.centers[: n_layers + 1], labels=extended.labels[:n_layers])
+        self.dist = [np.sqrt(_sq_dist(X, C)) for C in extended.centers[: n_layers + 1]]  # (n, k) each
+        self.labels = extended.labels
         self.counts = [np.bincount(lab, minlength=k) for lab in self.labels]
+        # ||m_tj - c_tj||: how far each center is from the mean of its own cluster.
+        self.drift = [np.linalg.norm(extended.centers[t + 1] - extended.centers[t], axis=1)
+                      for t in range(n_layers + 1)]
         self.objectives = np.array([np.sum(np.min(D, axis=1) ** 2) for D in self.dist])
         lo, hi = X.min(axis=0), X.max(axis=0)
         self.coord_cap = hi - lo  # (d,): any two convex combinations of points
@@ -135,11 +140,8 @@ class _LloydGeometry:
         radius = np.zeros(T + 1)
         margins = np.empty(T)
         for t in range(T):
-            delta = radius[t]
-            dist, a = self.dist[t], self.labels[t]
-            d_a = dist[rows, a][:, None]
-            g = np.maximum(dist - delta, 0.0) ** 2 - (d_a + delta) ** 2 - 2 * self.sigma
-            g[rows, a] = np.inf
+            g = self._perturbed_margins(t, radius[t])
+            a = self.labels[t]
             margins[t] = g.min() if g.shape[1] > 1 else np.inf
             u = _odds(gamma, g)  # (n, k): s_ij / s_ia <= u_ij (inf: no bound); 0 at j = a(i)
             eta = _odds_to_weight(u)  # s_ij <= eta_ij
@@ -176,13 +178,39 @@ class _LloydGeometry:
             lloyd=self.lloyd,
         )
 
+    def _perturbed_margins(self, t, delta):
+        """``g_ij(delta)`` of layer t, shape (n, k); ``inf`` at each point's own center."""
+        dist, a = self.dist[t], self.labels[t]
+        rows = np.arange(dist.shape[0])
+        d_a = dist[rows, a][:, None]
+        g = np.maximum(dist - delta, 0.0) ** 2 - (d_a + delta) ** 2 - 2 * self.sigma
+        g[rows, a] = np.inf
+        return g
+
     def _log_gap(self, radius):
-        """``|log f~ - log f| <= -log(1 - B/f)``, ``B = sum_i max_j (2 delta r_ij + delta^2)``."""
+        """Bound on ``|log f(C~_t) - log f(C_t)|`` from ``radius`` (book: objective bounds).
+
+        ``f~ - f <= min(E, U)`` and ``f - f~ <= min(E, L)`` with the first-order
+        ``E = sum_i max_j (2 delta r_ij + delta^2)``, and
+        ``U = sum_j N_j (2 delta ||m_j - c_j|| + delta^2)``,
+        ``L = 2 delta (sum_j N_j ||m_j - c_j|| + 2 sum_{i in B} r_ia)``, second
+        order near a Lloyd fixed point (``m_j`` = mean of cluster j, ``B`` =
+        points whose perturbed margin is not positive).
+        """
         out = np.empty_like(radius)
         for t, delta in enumerate(radius):
-            B = np.sum(np.max(2 * delta * self.dist[t] + delta**2, axis=1))
+            dist, a = self.dist[t], self.labels[t]
+            rows = np.arange(dist.shape[0])
             f = self.objectives[t]
-            out[t] = -np.log1p(-B / f) + self.log_rho if B < f else np.inf
+            first = np.sum(np.max(2 * delta * dist + delta**2, axis=1))
+            pull = np.sum(self.counts[t] * self.drift[t])
+            upper = min(first, 2 * delta * pull + self.X.shape[0] * delta**2)
+            unsure = ~np.all(self._perturbed_margins(t, delta) > 0, axis=1)
+            lower = min(first, 2 * delta * (pull + 2 * np.sum(dist[rows, a][unsure])))
+            if lower >= f:
+                out[t] = np.inf
+            else:
+                out[t] = max(np.log1p(upper / f), -np.log1p(-lower / f)) + self.log_rho
         return out
 
 

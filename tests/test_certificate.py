@@ -60,6 +60,8 @@ def test_bound_is_never_exceeded_on_random_and_adversarial_instances():
         cert = exactness_certificate(X, init, n_layers, gamma)
         assert cert.bound.shape == (n_layers + 1,)
         assert np.all(dev <= cert.bound), (trial, dev, cert.bound)
+        gap = np.abs(traj.log_objectives(X) - ref.log_objectives(X))
+        assert np.all(gap <= cert.log_objective_gap), (trial, gap, cert.log_objective_gap)
         if cert.assignments_exact:
             certified += 1
             assert np.array_equal(traj.labels, ref.labels), trial
