@@ -28,7 +28,9 @@ A cluster that Lloyd empties is certified only through float64 underflow
 CAC returns the global mean, Lloyd's policy); in exact arithmetic the soft mean
 of an empty cluster never approaches the global mean.
 
-Full statement and proof: the book chapter "How large must gamma be?".
+The log-objective gap is bounded from the radii (``Certificate.log_objective_gap``),
+to second order near a Lloyd fixed point. Full statements and proofs: the
+book chapter "How large must gamma be?".
 
 The theorem is about exact arithmetic. The code adds a small explicit
 floating-point allowance (a margin allowance ``sigma`` for rounded squared
@@ -59,6 +61,8 @@ _EPS = np.finfo(float).eps
 #: ``exp(-x)`` is exactly 0 in float64 for ``x`` above this (the smallest
 #: subnormal is ``exp(-744.44)``).
 _UNDERFLOW = 746.0
+#: Search range of :func:`min_gamma`.
+_GAMMA_RANGE = (1e-300, 1e300)
 
 
 @dataclass(frozen=True)
@@ -297,8 +301,10 @@ def min_gamma(X, init, n_layers, tol, target="centers", float_allowance=True, rt
     -------
     float
         A certifying ``gamma``, within a factor ``1 + rtol`` of the smallest;
-        ``numpy.inf`` if even ``gamma = inf`` is not certified (a Lloyd tie,
-        an empty cluster, or ``tol`` below the floating-point allowance).
+        ``1e-300`` (the bottom of the search range) if every gamma certifies
+        (``k = 1`` or ``n_layers = 0``); ``numpy.inf`` if ``gamma = 1e300``
+        is not certified (a Lloyd tie, an empty cluster that does not
+        underflow, or ``tol`` below the floating-point allowance).
     """
     X, C, n_layers = _check(X, init, n_layers)
     tol = check_positive(tol, "tol")
@@ -311,19 +317,14 @@ def min_gamma(X, init, n_layers, tol, target="centers", float_allowance=True, rt
         cert = geom.certify(gamma)
         return (cert.bound if target == "centers" else cert.log_objective_gap).max() <= tol
 
-    if not certified(np.inf):
+    lo, hi = _GAMMA_RANGE
+    if certified(lo):
+        return lo
+    if not (certified(np.inf) and certified(hi)):
         return np.inf
-    lo, hi = 1.0, 1.0
-    if certified(hi):
-        while certified(lo) and lo > 1e-300:
-            hi, lo = lo, lo / 16
-    else:
-        while not certified(hi):
-            lo, hi = hi, hi * 16
-            if hi > 1e300:
-                return np.inf
+    # Bisection in log gamma: certified(lo) is False, certified(hi) is True.
     while hi / lo > 1 + rtol:
-        mid = np.sqrt(lo * hi)
+        mid = float(np.exp((np.log(lo) + np.log(hi)) / 2))
         lo, hi = (lo, mid) if certified(mid) else (mid, hi)
     return float(hi)
 
