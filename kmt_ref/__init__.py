@@ -16,8 +16,11 @@ from .lloyd_transformer import lloyd_transformer
 from .tasks import figure3_data, gaussian_mixture
 from .tokens import TokenLayout
 from .trajectory import Trajectory
+from .variants.kmedoids import kmedoids, kmedoids_transformer, randomized_kmedoids
+from .variants.robust import robust_kmeans, robust_kmeans_transformer
 from .variants.soft import soft_kmeans, soft_kmeans_transformer
 from .variants.spherical import spherical_kmeans, spherical_kmeans_transformer
+from .variants.trimmed import gap_trimmed_kmeans, trimmed_kmeans, trimmed_kmeans_transformer
 
 __version__ = "0.1.0"
 
@@ -41,6 +44,14 @@ __all__ = [
     "lloyd",
     "lloyd_transformer",
     "min_gamma",
+    "gap_trimmed_kmeans",
+    "kmedoids",
+    "kmedoids_transformer",
+    "randomized_kmedoids",
+    "robust_kmeans",
+    "robust_kmeans_transformer",
+    "trimmed_kmeans",
+    "trimmed_kmeans_transformer",
     "soft_kmeans",
     "soft_kmeans_transformer",
     "spherical_kmeans",

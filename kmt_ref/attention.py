@@ -26,6 +26,11 @@ Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
                 positive number to every score), never 0/0.
 ``"identity"``  each token attends to itself only (requires queries = keys);
                 scores are not computed.
+
+Sparse and random normalizers (defined in :mod:`kmt_ref.normalizers`, used by
+the variants): ``"sparsemax"``, ``"normmax2"`` and ``"normmax_inf"`` (parameter
+``t`` via ``Block.params``), ``"gumbel_max"`` and ``"gumbel_softmax"``
+(parameter ``temperature``; both need ``rng``).
 """
 
 from collections.abc import Callable
@@ -35,6 +40,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from .geometry import CHUNK_ELEMENTS, squared_distances
+from .normalizers import gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
 
 __all__ = [
     "Block",
@@ -123,6 +129,11 @@ NORMALIZERS = {
     "hardmax": Normalizer(hardmax, uses_gamma=False),
     "linear": Normalizer(linear_normalize, uses_gamma=False),
     "identity": Normalizer(None, uses_gamma=False),
+    "sparsemax": Normalizer(sparsemax),
+    "normmax2": Normalizer(normmax2),
+    "normmax_inf": Normalizer(normmax_inf),
+    "gumbel_max": Normalizer(gumbel_max, needs_rng=True),
+    "gumbel_softmax": Normalizer(gumbel_softmax, needs_rng=True),
 }
 
 

@@ -23,8 +23,12 @@ from .classical import lloyd
 from .dot_product_transformer import dot_product_lloyd_transformer
 from .lloyd_transformer import lloyd_transformer
 from .tasks import figure3_data, gaussian_mixture
+from .trajectory import Trajectory
+from .variants.kmedoids import kmedoids, kmedoids_transformer, randomized_kmedoids
+from .variants.robust import robust_kmeans, robust_kmeans_transformer
 from .variants.soft import soft_kmeans, soft_kmeans_transformer
 from .variants.spherical import normalize_rows, spherical_kmeans, spherical_kmeans_transformer
+from .variants.trimmed import gap_trimmed_kmeans, trimmed_kmeans, trimmed_kmeans_transformer
 
 __all__ = ["Row", "compare", "datasets", "run_verification", "format_table", "SECTIONS"]
 
@@ -238,12 +242,74 @@ def soft_spherical_rows(quick=False):
     return rows
 
 
+def robust_rounding_tol(X, a):
+    """Worst-case float64 deviation of the robust transformer from :func:`robust_kmeans`.
+
+    Both compute ``eps ||x - c||^2`` (``eps = a / sqrt(d)``) by the expansion
+    ``|x|^2 + |c|^2 - 2 x.c``, with different rounding: each score is off by
+    about ``4 u eps max |x|^2`` (``u`` the unit roundoff). Sparsemax moves the
+    threshold by at most as much, so each of at most ``n`` weights is off by
+    twice that, and the center by the weight errors times the data's span.
+    Far from the origin (the offset-1e3 rows) this dominates.
+    """
+    u = np.finfo(float).eps / 2
+    d = X.shape[1]
+    score_err = 4 * u * (a / np.sqrt(d)) * float(np.max(np.sum(X * X, axis=1)))
+    return EXACT_TOL + 2 * X.shape[0] * score_err * float(np.ptp(X))
+
+
+def trimmed_robust_kmedoids_rows(quick=False):
+    """Trimmed (normmax), robust (sparsemax) and k-medoids (Gumbel) transformers.
+
+    The ``gamma`` column holds each variant's own parameter: ``t`` (trimmed),
+    ``a`` (robust), the temperature (k-medoids). Exact rows compare a
+    transformer with the classical rule it realizes; rows with ``expect=None``
+    compare that rule with the textbook algorithm it approximates (reported,
+    not claimed: they are different algorithms).
+    """
+    rows = []
+    exact = f"exact (dev <= {EXACT_TOL:g})"
+    is_exact = lambda dev, gap: dev <= EXACT_TOL  # noqa: E731
+    reported = "reported only"
+    anything = lambda dev, gap: True  # noqa: E731
+    for data_name, (X, init, T) in datasets(quick).items():
+        d, k = X.shape[1], init.shape[0]
+        for t in (0.1, 1.0):
+            ref = gap_trimmed_kmeans(X, init, T, t)
+            traj = trimmed_kmeans_transformer(d, k, t).run(X, init, T)
+            rows.append(compare("trimmed (normmax)", data_name, traj, ref, X, t, exact, is_exact, True))
+        rows.append(compare("gap rule vs 1997 a=.05", data_name, gap_trimmed_kmeans(X, init, T, 1.0),
+                            trimmed_kmeans(X, init, T, 0.05), X, 1.0, reported, anything, None))
+        for a in (0.01, 1.0):
+            ref = robust_kmeans(X, init, T, a)
+            traj = robust_kmeans_transformer(d, k, a).run(X, init, T)
+            tol = robust_rounding_tol(X, a)
+            rows.append(compare("robust (sparsemax)", data_name, traj, ref, X, a,
+                                f"exact to rounding (dev <= {tol:.1e})", lambda dev, gap, tol=tol: dev <= tol, True))
+        temperature = 0.05
+        ref = randomized_kmedoids(X, init, T, temperature, np.random.default_rng(0))
+        traj = kmedoids_transformer(d, k, temperature).run(X, init, T, rng=np.random.default_rng(0))
+        # the residual (c + x) - c rounds once: the tolerance scales with |X|
+        tol = 1e-12 * max(1.0, float(np.abs(X).max()))
+        rows.append(compare("k-medoids (Gumbel)", data_name, traj, ref, X, temperature,
+                            f"same draws as randomized_kmedoids (dev <= {tol:.0e})",
+                            lambda dev, gap, tol=tol: dev <= tol, True))
+        frozen = Trajectory(centers=np.broadcast_to(init, (T + 1,) + init.shape), labels=traj.labels)
+        cold = kmedoids_transformer(d, k, 1e-12).run(X, init, T, rng=np.random.default_rng(0))
+        rows.append(compare("k-medoids T->0", data_name, cold, frozen, X, 1e-12,
+                            "medoids stay (dev = 0)", lambda dev, gap: dev == 0.0, True))
+        rows.append(compare("rand. vs k-medoids", data_name, traj, kmedoids(X, init, T), X, temperature,
+                            reported, anything, None))
+    return rows
+
+
 #: Verification sections, in the order they are printed. Later modules add theirs.
 SECTIONS = {
     "Theorem 2.1 (Euclidean attention)": theorem21_rows,
     "Theorem 2.2 (dot-product attention + relu^2 FFN)": theorem22_rows,
     "Exactness certificate (validated configuration)": certificate_rows,
     "Variants: soft and spherical": soft_spherical_rows,
+    "Variants: trimmed, robust, k-medoids": trimmed_robust_kmedoids_rows,
 }
 
 
