@@ -12,7 +12,7 @@ from kmt_ref.sweep import DEFAULT_PATH, GRID, load_sweep, run_sweep
 
 matplotlib.use("Agg")
 
-CACHED = Path(__file__).resolve().parent.parent / DEFAULT_PATH
+CACHED = DEFAULT_PATH
 
 
 def test_reproduce_sweep_quick_writes_json_with_certified_gaps_above_measured(tmp_path):
