@@ -1,7 +1,6 @@
 """The gamma sweep: the subcommand, the cached result, and its figures."""
 
 import json
-from pathlib import Path
 
 import matplotlib
 import numpy as np
