@@ -7,6 +7,7 @@ Start with :func:`lloyd` (classical.py), then :func:`lloyd_transformer`
 """
 
 from .attention import NORMALIZERS, Block, attend
+from .certificate import Certificate, exactness_certificate, min_gamma
 from .classical import EMPTY_CLUSTER_POLICIES, kmeans_objective, kmeans_plusplus, lloyd
 from .dot_product_transformer import dot_product_lloyd_transformer
 from .feedforward import FeedForward
@@ -26,6 +27,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BLOCK_NAMES",
     "Block",
+    "Certificate",
     "EMPTY_CLUSTER_POLICIES",
     "FeedForward",
     "KMeansTransformer",
@@ -34,12 +36,14 @@ __all__ = [
     "Trajectory",
     "attend",
     "dot_product_lloyd_transformer",
+    "exactness_certificate",
     "figure3_data",
     "gaussian_mixture",
     "kmeans_objective",
     "kmeans_plusplus",
     "lloyd",
     "lloyd_transformer",
+    "min_gamma",
     "gap_trimmed_kmeans",
     "kmedoids",
     "kmedoids_transformer",

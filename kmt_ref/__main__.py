@@ -1,7 +1,12 @@
-"""Command line: ``python -m kmt_ref {verify,bench}``."""
+"""Command line: ``python -m kmt_ref {verify,bench,reproduce}``."""
 
 import argparse
+import importlib
 import sys
+
+#: ``reproduce <experiment> [options]``: the module whose ``reproduce(argv)``
+#: runs the experiment (each experiment parses its own options).
+EXPERIMENTS = {"sweep": "kmt_ref.sweep"}
 
 
 def main(argv=None):
@@ -13,6 +18,9 @@ def main(argv=None):
     p = sub.add_parser("bench", help="speed ratios measured side by side")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
+    p = sub.add_parser("reproduce", help="re-run an experiment of the book and save its results")
+    p.add_argument("experiment", choices=sorted(EXPERIMENTS))
+    p.add_argument("options", nargs=argparse.REMAINDER, help="experiment options (see: reproduce NAME -h)")
     args = parser.parse_args(argv)
 
     if args.command == "verify":
@@ -26,6 +34,8 @@ def main(argv=None):
 
         print(format_bench(run_bench(repeats=args.repeats, quick=args.quick)))
         return 0
+    if args.command == "reproduce":
+        return importlib.import_module(EXPERIMENTS[args.experiment]).reproduce(args.options)
     return 2
 
 
