@@ -27,6 +27,11 @@ Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
 ``"identity"``  each token attends to itself only (requires queries = keys);
                 scores are not computed.
 
+Sparse and random normalizers (defined in :mod:`kmt_ref.normalizers`, used by
+the variants): ``"sparsemax"``, ``"normmax2"`` and ``"normmax_inf"`` (parameter
+``t`` via ``Block.params``), ``"gumbel_max"`` and ``"gumbel_softmax"``
+(parameter ``temperature``; both need ``rng``).
+
 Euclidean softmax blocks (the finite-gamma constructions and the learned
 model) run through :func:`euclidean_softmax_attention`, an ``autograd``
 primitive with a hand-written vector-Jacobian product: its forward pass equals
@@ -42,6 +47,7 @@ import numpy as np
 from autograd.extend import defvjp_argnums, primitive
 
 from .geometry import CHUNK_ELEMENTS, squared_distances
+from .normalizers import gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
 
 __all__ = [
     "Block",
@@ -218,6 +224,11 @@ NORMALIZERS = {
     "hardmax": Normalizer(hardmax, uses_gamma=False),
     "linear": Normalizer(linear_normalize, uses_gamma=False),
     "identity": Normalizer(None, uses_gamma=False),
+    "sparsemax": Normalizer(sparsemax),
+    "normmax2": Normalizer(normmax2),
+    "normmax_inf": Normalizer(normmax_inf),
+    "gumbel_max": Normalizer(gumbel_max, needs_rng=True),
+    "gumbel_softmax": Normalizer(gumbel_softmax, needs_rng=True),
 }
 
 

@@ -5,8 +5,10 @@ One layer is one Lloyd iteration (DESIGN §3)::
     P <- P + A(P, Q; CAX) + A(P, P; SAX)    points read centers; points reset
     Q <- Q + A(Q, P; CAC) + A(Q, Q; SAC)    centers read the NEW points; centers reset
     Q <- Q + FFN(Q)                         optional (Theorem 2.2)
+    P, Q <- norm(P), norm(Q)                optional (spherical k-means)
 
-There is no normalization layer, and the weights are shared by all layers.
+The Theorem 2.1 model has no normalization (``norm=None``, the default), and
+the weights are shared by all layers.
 :func:`transformer_layer` is the single implementation used by every hand-built
 construction, every variant and the learned model.
 """
@@ -27,7 +29,7 @@ __all__ = ["BLOCK_NAMES", "transformer_layer", "KMeansTransformer"]
 BLOCK_NAMES = ("CAX", "SAX", "CAC", "SAC")
 
 
-def transformer_layer(P, Q, blocks, ffn=None, rng=None):
+def transformer_layer(P, Q, blocks, ffn=None, rng=None, norm=None):
     """Apply one layer to point tokens ``P`` and center tokens ``Q``.
 
     Parameters
@@ -42,6 +44,12 @@ def transformer_layer(P, Q, blocks, ffn=None, rng=None):
         Position-wise map applied to the center tokens with a residual.
     rng : numpy.random.Generator, optional
         For random normalizers.
+    norm : callable, optional
+        Per-token normalization ``(..., m, D) -> (..., m, D)``, applied to
+        every point token and every center token at the very end of the layer
+        (post-norm, after the FFN). ``None`` (default): no normalization, as in
+        Theorems 2.1 and 2.2. Spherical k-means uses a normalization of the
+        ``x`` coordinates only (:class:`kmt_ref.variants.spherical.BlockRMSNorm`).
 
     Returns
     -------
@@ -52,6 +60,8 @@ def transformer_layer(P, Q, blocks, ffn=None, rng=None):
     Q = Q + attend(Q, P, blocks["CAC"], rng) + attend(Q, Q, blocks["SAC"], rng)
     if ffn is not None:
         Q = Q + ffn(Q)
+    if norm is not None:
+        P, Q = norm(P), norm(Q)
     return P, Q
 
 
@@ -69,6 +79,11 @@ class KMeansTransformer:
         ``weights`` mapping, it is exposed as ``model.weights["FFN"]``.
     name : str
         A label for tables and plots.
+    norm : callable, optional
+        Per-token normalization (see :func:`transformer_layer`), applied to the
+        embedded tokens before the first layer and at the end of every layer.
+        If it has a ``weights`` mapping, it is exposed as
+        ``model.weights["NORM"]``. ``None`` (default): no normalization.
 
     Attributes
     ----------
@@ -76,7 +91,7 @@ class KMeansTransformer:
         ``weights[block]["Wq" | "Wk" | "Wv"]``, read-only views of the matrices.
     """
 
-    def __init__(self, layout, blocks, ffn=None, name="k-means transformer"):
+    def __init__(self, layout, blocks, ffn=None, name="k-means transformer", norm=None):
         if not isinstance(layout, TokenLayout):
             raise ValueError(f"layout must be a TokenLayout; got layout={layout!r}")
         missing = [b for b in BLOCK_NAMES if b not in blocks]
@@ -95,6 +110,7 @@ class KMeansTransformer:
         self.blocks = MappingProxyType({b: blocks[b] for b in BLOCK_NAMES})
         self.ffn = ffn
         self.name = name
+        self.norm = norm
 
     @property
     def d(self):
@@ -116,6 +132,8 @@ class KMeansTransformer:
             out[bname] = MappingProxyType(mats)
         if self.ffn is not None and hasattr(self.ffn, "weights"):
             out["FFN"] = MappingProxyType(dict(self.ffn.weights))
+        if self.norm is not None and hasattr(self.norm, "weights"):
+            out["NORM"] = MappingProxyType(dict(self.norm.weights))
         return MappingProxyType(out)
 
     @property
@@ -133,7 +151,8 @@ class KMeansTransformer:
             return f"{blk.score}/{blk.normalizer}{gamma}"
 
         parts = ", ".join(f"{b}: {describe(blk)}" for b, blk in self.blocks.items())
-        return f"KMeansTransformer({self.name!r}, {self.layout}, {parts})"
+        extra = "" if self.norm is None else f", norm={self.norm!r}"
+        return f"KMeansTransformer({self.name!r}, {self.layout}, {parts}{extra})"
 
     def run(self, X, init, n_layers, rng=None, reembed=False):
         """Embed ``X`` and ``init``, apply ``n_layers`` layers, read out centers.
@@ -155,7 +174,8 @@ class KMeansTransformer:
         Returns
         -------
         Trajectory
-            ``centers`` (n_layers + 1, k, d); ``labels`` (n_layers, n), the
+            ``centers`` (n_layers + 1, k, d), ``centers[0]`` the embedded
+            (and, with ``norm``, normalized) ``init``; ``labels`` (n_layers, n), the
             arg-max of the assignment block after each layer (lowest index at
             ties), or the nearest center when the layout has no ``"y"`` block;
             ``assignments`` (n_layers, n, k), the raw assignment blocks, or
@@ -174,6 +194,13 @@ class KMeansTransformer:
             raise ValueError(f"this model is random: pass rng=numpy.random.Generator; got rng={rng!r}")
         return self._run(X, C, n_layers, rng, reembed)
 
+    def _embed(self, X, C):
+        """Token matrices, normalized by ``norm`` when the model has one."""
+        P, Q = self.layout.embed(X, C)
+        if self.norm is not None:
+            P, Q = self.norm(P), self.norm(Q)
+        return P, Q
+
     def _run(self, X, C, n_layers, rng, reembed):
         """Trusted kernel of :meth:`run`."""
         layout = self.layout
@@ -182,12 +209,12 @@ class KMeansTransformer:
         centers = np.empty((n_layers + 1, self.k, self.d))
         labels = np.empty((n_layers, n), dtype=np.intp)
         assignments = np.empty((n_layers, n, self.k)) if has_y else None
-        centers[0] = C
-        P, Q = layout.embed(X, C)
+        P, Q = self._embed(X, C)
+        centers[0] = layout.read(Q, "x")  # = C unless a norm rescaled it
         for t in range(n_layers):
             if reembed and t > 0:
-                P, Q = layout.embed(X, centers[t])
-            P, Q = transformer_layer(P, Q, self.blocks, self.ffn, rng)
+                P, Q = self._embed(X, centers[t])
+            P, Q = transformer_layer(P, Q, self.blocks, self.ffn, rng, self.norm)
             centers[t + 1] = layout.read(Q, "x")
             if has_y:
                 assignments[t] = layout.read(P, "y")

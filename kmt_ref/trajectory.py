@@ -22,7 +22,8 @@ class Trajectory:
     assignments : ndarray, shape (n_iter, n, k), optional
         For transformers: the raw assignment block ``Y`` of the point tokens
         after each layer (one-hot rows when the layer is exact; fractional at
-        ties or at finite ``gamma``). ``None`` for classical algorithms.
+        ties or at finite ``gamma``). For soft k-means: the responsibilities.
+        ``None`` for the other classical algorithms.
     """
 
     centers: np.ndarray

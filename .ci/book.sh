@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Build the book strictly (every page executed, zero warnings), then open three
+# pages in headless Chromium and check that math is typeset and figures load.
+#
+# Needs: an activated venv with `pip install -e ".[book]"` done. Installs the
+# Debian package `chromium` when it is missing (CI runs as root).
+# Artifacts (screenshots, rendered DOMs, server log): .ci/artifacts/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+artifacts=.ci/artifacts
+mkdir -p "$artifacts"
+
+server_pid=""
+kernel_prefix=""
+cleanup() {
+    if [ -n "$server_pid" ]; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    if [ -n "$kernel_prefix" ]; then rm -rf "$kernel_prefix"; fi
+}
+trap cleanup EXIT
+
+command -v jupyter-book >/dev/null || { echo "book.sh: jupyter-book not found; pip install -e '.[book]'" >&2; exit 1; }
+# The kernel that executes the pages must be this venv's python, with kmt_ref
+# importable. A kernelspec for exactly this python, first on JUPYTER_PATH,
+# wins over any user- or system-wide "python3" kernel of the machine.
+python -c "import kmt_ref, ipykernel; print('kmt_ref from', kmt_ref.__file__)"
+kernel_prefix=$(mktemp -d)
+python -m ipykernel install --prefix "$kernel_prefix" --name python3 --display-name "Python 3" >/dev/null
+export JUPYTER_PATH="$kernel_prefix/share/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"
+python - <<'PY'
+import sys
+from jupyter_client.kernelspec import KernelSpecManager
+argv = KernelSpecManager().get_kernel_spec("python3").argv
+print("book kernel:", " ".join(argv[:3]))
+if argv[0] != sys.executable:
+    sys.exit(f"book.sh: kernel python3 runs {argv[0]}, not this environment's {sys.executable}")
+PY
+# Build matplotlib's font cache now: its first-use message goes to stderr, and
+# stderr from a page is a build error.
+python -c "import matplotlib.pyplot"
+
+# A clean build, so that every page is executed (Sphinx skips unchanged pages).
+rm -rf book/_build
+start=$(date +%s)
+jupyter-book build book -W -n --keep-going
+echo "book: built with every page executed in $(( $(date +%s) - start )) s"
+
+if ! command -v chromium >/dev/null; then
+    echo "book.sh: installing chromium (Debian package)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+port=$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+python -m http.server "$port" --bind 127.0.0.1 --directory book/_build/html >"$artifacts/http.log" 2>&1 &
+server_pid=$!
+
+# Wait (at most 10 s) until the server answers.
+python - "$port" <<'PY'
+import sys, time, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/index.html"
+for _ in range(100):
+    try:
+        urllib.request.urlopen(url, timeout=1).close()
+        break
+    except OSError:
+        time.sleep(0.1)
+else:
+    sys.exit(f"book.sh: the local server did not answer at {url}")
+PY
+
+python .ci/check_pages.py --html-dir book/_build/html --url "http://127.0.0.1:$port" --artifacts "$artifacts"

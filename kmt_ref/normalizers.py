@@ -1,0 +1,191 @@
+"""Sparse and random attention normalizers: sparsemax, normmax, Gumbel.
+
+Each function maps scores of shape (..., r) to weights of the same shape whose
+rows (last axis) lie on the probability simplex. All are exact: the sparse
+ones solve their defining convex problem in closed form after one sort of each
+row, so the result is correct to rounding, not to an iteration tolerance.
+They are registered in :data:`kmt_ref.attention.NORMALIZERS` (the one
+registry) under the names ``"sparsemax"``, ``"normmax2"``, ``"normmax_inf"``,
+``"gumbel_max"`` and ``"gumbel_softmax"``.
+
+Definitions (``z`` one row of scores, ``Δ`` the simplex)::
+
+    sparsemax(z)      = argmin_{p in Δ} ||p - z||_2^2            (Martins & Astudillo 2016)
+    normmax(z; t, q)  = argmax_{p in Δ} <p, z> - t ||p||_q       (Santos et al. 2024), q in {2, inf}
+    gumbel_max(z)     = hardmax(z + g),        g_i ~ Gumbel(0, 1) i.i.d.
+    gumbel_softmax(z) = softmax((z + g) / temperature)
+
+Closed forms, with ``z_(1) >= z_(2) >= ...`` the sorted row and
+``S_s = z_(1) + ... + z_(s)``:
+
+* sparsemax: ``p = [z - tau]_+`` with ``tau = (S_s - 1) / s`` for the largest
+  ``s`` such that ``1 + s z_(s) > S_s``.
+* normmax, 2-norm: ``p = [z - mu]_+ / sum [z - mu]_+`` with ``mu`` solving
+  ``||[z - mu]_+||_2 = t``. On the support of the top ``s`` entries that is a
+  quadratic, ``s mu^2 - 2 S_s mu + (sum of squares) - t^2 = 0`` (smaller root);
+  the support is the largest ``s`` with ``sum_{i<=s} (z_(i) - z_(s))^2 < t^2``.
+  (KKT: on the support ``z_i - t p_i / ||p|| = lambda``.)
+* normmax, inf-norm: a linear programme whose vertices are the uniform
+  distributions on top-``s`` sets, with value ``(S_s - t) / s``. That value is
+  unimodal in ``s`` and the largest maximizer is the largest ``s`` with
+  ``sum_{i<=s} (z_(i) - z_(s)) <= t``: uniform weight ``1/s`` on the top ``s``.
+  Taking the largest maximizer means tied scores always get equal weight.
+* Gumbel-max samples index ``i`` with probability ``softmax(z)_i`` (the
+  Gumbel-max trick); Gumbel-softmax tends to it as ``temperature -> 0`` and to
+  the uniform distribution as ``temperature -> inf``.
+"""
+
+import numbers
+
+import numpy as np
+
+__all__ = ["sparsemax", "normmax2", "normmax_inf", "gumbel_max", "gumbel_softmax"]
+
+
+def _sorted_desc(z):
+    """Row-wise descending sort, cumulative sums and 1-based positions.
+
+    The row maximum is subtracted first (every normalizer here is invariant to
+    a shift of the row), so the sums below involve only gaps between scores.
+    """
+    z = z - np.max(z, axis=-1, keepdims=True)
+    zs = -np.sort(-z, axis=-1)
+    return z, zs, np.cumsum(zs, axis=-1), np.arange(1, z.shape[-1] + 1)
+
+
+def _check_param(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < np.inf:
+        raise ValueError(f"{name} must be a positive finite number; got {name}={value!r}")
+    return float(value)
+
+
+def _take(a, s):
+    """``a[..., s - 1]`` for a per-row support size ``s`` of shape (...)."""
+    return np.take_along_axis(a, (s - 1)[..., None], axis=-1)
+
+
+def sparsemax(scores):
+    """Euclidean projection of each row onto the simplex.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (..., r)
+
+    Returns
+    -------
+    ndarray, shape (..., r)
+        ``[z - tau]_+``; exactly zero outside the support.
+    """
+    z, zs, cs, pos = _sorted_desc(np.asarray(scores, dtype=float))
+    # The support condition holds for a prefix of the sorted row, so counting suffices.
+    s = np.sum(1.0 + pos * zs > cs, axis=-1)
+    tau = (_take(cs, s) - 1.0) / s[..., None]
+    return np.maximum(z - tau, 0.0)
+
+
+def normmax2(scores, t=1.0):
+    """2-norm normmax: ``argmax_{p in simplex} <p, z> - t ||p||_2`` per row.
+
+    ``t -> 0`` gives hardmax (uniform on the arg-max set), ``t -> inf`` the
+    uniform distribution.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (..., r)
+    t : float
+        Regularization strength, ``> 0``.
+
+    Returns
+    -------
+    ndarray, shape (..., r)
+    """
+    t = _check_param(t, "t")
+    z, zs, cs, pos = _sorted_desc(np.asarray(scores, dtype=float))
+    # sum_{i<=s} (z_(i) - z_(s))^2 for every s, without forming the differences.
+    gap2 = np.cumsum(zs * zs, axis=-1) - 2.0 * zs * cs + pos * zs * zs
+    s = np.sum(gap2 < t * t, axis=-1)
+    # mu = m - sqrt((t^2 - V) / s), m and V the mean and the sum of squared
+    # deviations of the top s scores: the smaller root, written stably.
+    sf = s[..., None].astype(float)
+    m = _take(cs, s) / sf
+    V = np.sum(np.where(pos <= sf, (zs - m) ** 2, 0.0), axis=-1, keepdims=True)
+    mu = m - np.sqrt(np.maximum(t * t - V, 0.0) / sf)
+    p = np.maximum(z - mu, 0.0)
+    return p / np.sum(p, axis=-1, keepdims=True)
+
+
+def normmax_inf(scores, t=1.0):
+    """inf-norm normmax: ``argmax_{p in simplex} <p, z> - t max_i p_i`` per row.
+
+    The solution is uniform on the top ``s`` scores, ``s`` the largest with
+    ``sum_{i<=s} (z_(i) - z_(s)) <= t``: a score is kept when its total gap
+    below the higher scores is at most ``t``. ``t -> 0`` gives hardmax,
+    ``t -> inf`` the uniform distribution.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (..., r)
+    t : float
+        Regularization strength, ``> 0``.
+
+    Returns
+    -------
+    ndarray, shape (..., r)
+        ``1/s`` on the kept entries, exactly 0 elsewhere.
+    """
+    t = _check_param(t, "t")
+    z, zs, cs, pos = _sorted_desc(np.asarray(scores, dtype=float))
+    s = np.sum(cs - pos * zs <= t, axis=-1)
+    threshold = _take(zs, s)
+    keep = (z >= threshold).astype(float)
+    return keep / np.sum(keep, axis=-1, keepdims=True)
+
+
+def _gumbel(shape, rng):
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator; got rng={rng!r}")
+    return rng.gumbel(size=shape)
+
+
+def gumbel_max(scores, rng):
+    """One sample per row: the one-hot of ``argmax(z + g)``, ``g`` i.i.d. Gumbel(0, 1).
+
+    Row ``a`` selects key ``b`` with probability ``softmax(z_a)_b``. Keys with
+    score ``-inf`` are never selected.
+
+    Parameters
+    ----------
+    scores : ndarray, shape (..., r)
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray, shape (..., r)
+        One-hot rows.
+    """
+    z = np.asarray(scores, dtype=float)
+    noisy = z + _gumbel(z.shape, rng)
+    out = np.zeros_like(z)
+    np.put_along_axis(out, np.argmax(noisy, axis=-1)[..., None], 1.0, axis=-1)
+    return out
+
+
+def gumbel_softmax(scores, rng, temperature=1.0):
+    """``softmax((z + g) / temperature)`` per row, ``g`` i.i.d. Gumbel(0, 1).
+
+    Parameters
+    ----------
+    scores : ndarray, shape (..., r)
+    rng : numpy.random.Generator
+    temperature : float
+        ``> 0``. Small values approach :func:`gumbel_max` with the same noise,
+        large values the uniform distribution.
+
+    Returns
+    -------
+    ndarray, shape (..., r)
+    """
+    temperature = _check_param(temperature, "temperature")
+    z = (np.asarray(scores, dtype=float) + _gumbel(np.shape(scores), rng)) / temperature
+    e = np.exp(z - np.max(z, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)

@@ -1,0 +1,92 @@
+"""What the trimmed, robust and k-medoids variants share: a new CAC block.
+
+All three keep CAX, SAX and SAC of Theorem 2.1 and change only CAC, the block
+in which center ``j`` reads the points. Its query/key weights become::
+
+    Wq = Wk = sqrt(G) P_y + sqrt(eps) P_x         (Theorem 2.1: P_y)
+
+so the Euclidean score of center token ``[c_j | e_j]`` against point token
+``[x_i | y_i]`` is::
+
+    -(G ||e_j - y_i||^2 + eps ||c_j - x_i||^2)
+
+A member of cluster j (``y_i = e_j``) scores ``-eps r_ij`` with
+``r_ij = ||x_i - c_j||^2`` its squared distance to the OLD center; every
+non-member is pushed down by the same ``2G``. The variant's normalizer then
+decides which members the new center is made of. When cluster j is empty,
+every point is pushed down by the same ``2G`` and the normalizer sees the
+distances to ``c_j`` of all points: the classical references below use the
+same candidate set.
+"""
+
+import numpy as np
+
+from ..attention import Block
+from ..geometry import nearest_center, squared_distances
+from ..layer import KMeansTransformer
+from ..lloyd_transformer import equation5_weights, lloyd_transformer
+
+__all__ = ["cac_variant", "candidate_update"]
+
+
+def cac_variant(d, k, normalizer, separation, distance_weight, name, gamma=1.0, params=None):
+    """The Theorem 2.1 transformer (validated configuration) with a new CAC block.
+
+    Parameters
+    ----------
+    d, k : int
+    normalizer : str
+        A key of ``NORMALIZERS`` for the new CAC block.
+    separation : float
+        ``G``, the weight of the id mismatch ``||e_j - y_i||^2``.
+    distance_weight : float
+        ``eps``, the weight of ``||c_j - x_i||^2``.
+    name : str
+    gamma : float
+        Inverse temperature of the CAC block.
+    params : dict, optional
+        Normalizer parameters (``t`` ...).
+
+    Returns
+    -------
+    KMeansTransformer
+    """
+    base = lloyd_transformer(d, k, np.inf, config="validated")
+    layout = base.layout
+    Wq5, Wk5, Wv5 = equation5_weights(layout)["CAC"]
+    P_x = layout.projector("x")
+    Wq = np.sqrt(separation) * Wq5 + np.sqrt(distance_weight) * P_x
+    Wk = np.sqrt(separation) * Wk5 + np.sqrt(distance_weight) * P_x
+    blocks = dict(base.blocks)
+    blocks["CAC"] = Block(Wq, Wk, Wv5, score="euclidean", normalizer=normalizer, gamma=gamma,
+                          params=dict(params or {}))
+    return KMeansTransformer(layout, blocks, name=name)
+
+
+def candidate_update(X, C, weights_of):
+    """One assignment + center update in which each center reweights its candidates.
+
+    Candidates of center ``j`` are its members (nearest center ``j``, lowest
+    index at ties), or all points when it has none.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    C : ndarray, shape (k, d)
+    weights_of : callable
+        ``weights_of(r)`` maps the squared distances ``r`` (m,) of the
+        candidates to ``c_j`` to weights (m,) summing to 1.
+
+    Returns
+    -------
+    new_C : ndarray, shape (k, d)
+    labels : ndarray of int, shape (n,)
+    """
+    labels, _ = nearest_center(X, C)
+    D2 = squared_distances(X, C)  # (n, k); k is small, so this is O(n) memory
+    new_C = np.empty_like(C)
+    for j in range(C.shape[0]):
+        members = labels == j
+        S = members if members.any() else np.ones_like(members)
+        new_C[j] = weights_of(D2[S, j]) @ X[S]
+    return new_C, labels

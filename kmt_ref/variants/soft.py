@@ -1,0 +1,189 @@
+"""Soft k-means (MacKay) and the transformer that runs it.
+
+Classical algorithm (MacKay 2003, *Information Theory, Inference, and Learning
+Algorithms*, ch. 20, "soft k-means, version 1"), stiffness ``beta > 0``::
+
+    R_ij    = softmax_j(-beta ||x_i - c_j||^2)           responsibilities, (n, k)
+    c_j    <- sum_i R_ij x_i / sum_i R_ij                 responsibility-weighted means
+
+Mechanism changed (DESIGN §5): in the Theorem 2.1 layer, CAX's hardmax becomes a
+softmax at the finite inverse temperature ``gamma = beta``, and CAC reads the
+(now fractional) assignment block with linear attention. That is *exactly* the
+``config="validated"`` layer of :func:`~kmt_ref.lloyd_transformer.lloyd_transformer`
+at finite ``gamma`` (identity resets SAX/SAC, linear CAC, Euclidean softmax CAX),
+so :func:`soft_kmeans_transformer` is that model, reused, not rebuilt: the
+validated Theorem 2.1 model at ``gamma = beta`` *is* soft k-means with
+stiffness ``beta``, and its distance from Lloyd at finite gamma is the distance
+between soft and hard k-means. Weights: Equation 5, unchanged::
+
+    block  score      normalizer         Wq   Wk   Wv
+    CAX    euclidean  softmax(gamma=beta) P_x  P_x  P_y
+    SAX    -          identity            P_x  P_x  -P_y
+    CAC    dot        linear              P_y  P_y  P_x
+    SAC    -          identity            P_y  P_y  -P_x
+
+Proposition. For every ``beta > 0``, data ``X``, centers ``C_0`` and ``T``, the
+transformer's centers after ``T`` layers are the ``T``-th soft k-means iterate,
+and its assignment block after layer ``t`` holds the responsibilities
+``R_{t-1}`` (no assumption on ties, distinct points or cluster sizes).
+
+Proof sketch (full proof in the book, page "Soft k-means"). Invariant:
+``P = [X | R_{t-1}]`` (``R_{-1} = 0``), ``Q = [C_t | I_k]``.
+CAX: query ``P_x p_i = [x_i | 0]``, key ``P_x q_j = [c_j | 0]``, so the score is
+``-beta ||x_i - c_j||^2`` and the softmax weights are ``R_ij``; the values
+``P_y q_j = [0 | e_j]`` write ``[0 | R_i]``. SAX (identity, value ``-P_y``)
+writes ``[0 | -y_i]``. With the residual, ``P = [X | R_t]``. CAC: query
+``P_y q_j = [0 | e_j]``, key ``P_y p_i = [0 | R_i]``: dot score ``R_ij >= 0``;
+linear attention divides by ``sum_i R_ij`` and averages the values
+``P_x p_i = [x_i | 0]``: the weighted mean. SAC writes ``[-c_j | 0]``. So
+``Q = [C_{t+1} | I_k]``. QED.
+
+Empty clusters. ``sum_i R_ij > 0`` in exact arithmetic, but in floating point
+a center far from every point can receive only underflowed (zero)
+responsibilities. Both the classical function and the transformer then move it
+to the mean of all points (linear attention gives a row of zero scores uniform
+weights), the ``"global_mean"`` policy of :func:`~kmt_ref.classical.lloyd`.
+Never NaN.
+
+Large beta. If every point has a unique nearest center with squared-distance
+gap ``>= delta`` and no cluster is empty, each responsibility row is within
+``(k - 1) exp(-beta delta)`` of the one-hot Lloyd assignment, so one soft step
+tends to one Lloyd step as ``beta -> inf`` (``beta = inf`` itself is Lloyd:
+use :func:`~kmt_ref.classical.lloyd`).
+"""
+
+import numpy as np
+
+from .._validation import check_centers, check_data, check_k, check_n_steps, check_positive
+from ..classical import _lloyd
+from ..geometry import squared_distances
+from ..layer import KMeansTransformer
+from ..lloyd_transformer import lloyd_transformer
+from ..trajectory import Trajectory
+
+__all__ = ["soft_kmeans", "soft_kmeans_transformer", "responsibilities", "distance_to_lloyd"]
+
+
+def responsibilities(X, C, beta):
+    """``R_ij = softmax_j(-beta ||x_i - c_j||^2)``, shape (n, k), computed stably.
+
+    Trusted helper: inputs already validated.
+    """
+    logits = -beta * squared_distances(X, C)  # (n, k)
+    logits -= logits.max(axis=1, keepdims=True)  # exp of the row max is 1: no overflow
+    R = np.exp(logits)
+    return R / R.sum(axis=1, keepdims=True)
+
+
+def soft_kmeans(X, init, n_iter, beta):
+    """MacKay's soft k-means with stiffness ``beta``, exactly ``n_iter`` iterations.
+
+    Each iteration computes the responsibilities
+    ``R_ij = softmax_j(-beta ||x_i - c_j||^2)`` and moves every center to the
+    responsibility-weighted mean ``sum_i R_ij x_i / sum_i R_ij``. A center
+    whose total responsibility underflows to zero moves to the mean of all
+    points (the policy the transformer realizes; see the module docstring).
+    Reference: D. J. C. MacKay, *Information Theory, Inference, and Learning
+    Algorithms* (2003), ch. 20.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Points as rows.
+    init : array_like, shape (k, d)
+        Initial centers, ``k <= n``.
+    n_iter : int
+        Number of iterations, ``>= 0``.
+    beta : float
+        Stiffness (inverse temperature), positive and finite.
+
+    Returns
+    -------
+    Trajectory
+        ``centers`` (n_iter + 1, k, d); ``labels`` (n_iter, n), the arg-max
+        of each responsibility row (lowest index at ties);
+        ``assignments`` (n_iter, n, k), the responsibilities ``R`` computed
+        against ``centers[t]``.
+    """
+    X = check_data(X)
+    C = check_centers(init, X.shape[1])
+    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
+    n_iter = check_n_steps(n_iter, "n_iter")
+    beta = check_positive(beta, "beta")
+    return _soft_kmeans(X, C, n_iter, beta)
+
+
+def _soft_kmeans(X, C, n_iter, beta):
+    """Trusted kernel of :func:`soft_kmeans`."""
+    n, k = X.shape[0], C.shape[0]
+    centers = np.empty((n_iter + 1,) + C.shape)
+    assignments = np.empty((n_iter, n, k))
+    centers[0] = C
+    for t in range(n_iter):
+        R = responsibilities(X, centers[t], beta)
+        assignments[t] = R
+        mass = R.sum(axis=0)  # (k,) total responsibility of each center
+        new = (R.T @ X) / np.where(mass > 0, mass, 1.0)[:, None]
+        new[mass == 0] = X.mean(axis=0)
+        centers[t + 1] = new
+    labels = np.argmax(assignments, axis=2)
+    return Trajectory(centers=centers, labels=labels, assignments=assignments)
+
+
+def soft_kmeans_transformer(d, k, beta):
+    """The k-means transformer whose every layer is one soft k-means step.
+
+    This is ``lloyd_transformer(d, k, gamma=beta, config="validated")``:
+    Equation 5 weights, Euclidean softmax at ``gamma = beta`` in CAX, linear
+    attention in CAC, identity resets. Compared with the exact (``gamma =
+    inf``) Theorem 2.1 model, one mechanism changed: CAX's hardmax became a
+    finite-temperature softmax.
+
+    Proposition (exact equivalence, proof in the module docstring and the
+    book): ``soft_kmeans_transformer(d, k, beta).run(X, init, T)`` has the
+    centers of ``soft_kmeans(X, init, T, beta)`` and its ``assignments`` are
+    the responsibilities, for every ``X``, ``init`` and ``T``.
+
+    Parameters
+    ----------
+    d : int
+        Data dimension.
+    k : int
+        Number of centers.
+    beta : float
+        Stiffness, positive and finite.
+
+    Returns
+    -------
+    KMeansTransformer
+        Token layout ``[x | y]`` of width ``d + k``.
+    """
+    beta = check_positive(beta, "beta")
+    base = lloyd_transformer(d, k, gamma=beta, config="validated")
+    return KMeansTransformer(base.layout, base.blocks, name=f"soft k-means (beta={beta:g})")
+
+
+def distance_to_lloyd(X, init, n_iter, betas):
+    """How far soft k-means is from Lloyd, for each stiffness.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    init : array_like, shape (k, d)
+    n_iter : int
+    betas : sequence of float
+        Stiffness values, each positive and finite.
+
+    Returns
+    -------
+    ndarray, shape (len(betas),)
+        ``max |soft_kmeans(X, init, n_iter, beta).centers - lloyd(X, init, n_iter).centers|``
+        over all iterates and coordinates.
+    """
+    X = check_data(X)
+    C = check_centers(init, X.shape[1])
+    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
+    n_iter = check_n_steps(n_iter, "n_iter")
+    betas = [check_positive(b, f"betas[{i}]") for i, b in enumerate(betas)]
+    ref = _lloyd(X, C, n_iter, "global_mean").centers
+    return np.array([np.max(np.abs(_soft_kmeans(X, C, n_iter, b).centers - ref)) for b in betas])

@@ -1,0 +1,259 @@
+"""Spherical k-means (Dhillon & Modha 2001) and the transformer that runs it.
+
+Classical algorithm (I. S. Dhillon and D. S. Modha, "Concept decompositions
+for large sparse text data using clustering", *Machine Learning* 42, 2001):
+normalize the points and the initial centers to unit length, then repeat::
+
+    a(i)   = argmax_j  x_i . c_j                    largest cosine (ties: lowest j)
+    c_j   <- m_j / ||m_j||,  m_j = mean of the x_i with a(i) = j
+
+Mechanism changed (DESIGN §5, the project's own construction): the
+``config="validated"`` Theorem 2.1 layer at ``gamma = inf`` (Equation 5
+weights, hardmax CAX, identity resets, linear CAC) with
+
+* a **per-token normalization** :class:`BlockRMSNorm` of the ``x``
+  coordinates (the first ``d``) of *every* token, points and centers, applied
+  to the embedded tokens and again at the very end of every layer (post-norm,
+  :func:`~kmt_ref.layer.transformer_layer` ``norm=``). It is RMSNorm with gain
+  ``1 / sqrt(d)`` (so it maps to unit length) restricted to those
+  coordinates; the assignment/id coordinates (the last ``k``: ``Y`` for
+  points, ``I_k`` for centers) pass through untouched, so CAC and SAC still
+  see exact ids. At ``eps -> 0`` RMSNorm maps a zero block to zero, and so
+  does this normalization.
+* **dot-product** scores in CAX: the score of point i for center j is the
+  cosine ``x_i . c_j``. On unit tokens ``-||x - c||^2 = 2 x.c - 2``, a shift by
+  a constant that hardmax ignores, so Euclidean CAX would make the same choice:
+  the normalization is the mechanism that matters, the dot product is how the
+  paper phrases it (and reads the cosine directly).
+
+Weights: Equation 5, unchanged; the normalization's gain is exposed as
+``model.weights["NORM"]["gain"]``::
+
+    block  score  normalizer  Wq   Wk   Wv
+    CAX    dot    hardmax     P_x  P_x  P_y
+    SAX    -      identity    P_x  P_x  -P_y
+    CAC    dot    linear      P_y  P_y  P_x
+    SAC    -      identity    P_y  P_y  -P_x
+    NORM   x_i <- x_i / ||x_i|| on every token, y untouched
+
+Proposition. For ``X`` and ``init`` without zero rows and every ``T``, if
+every point has a unique largest cosine at every iteration, the transformer's
+centers after ``T`` layers are the ``T``-th spherical k-means iterate (with
+the policies below), ``centers[0]`` included.
+
+Proof sketch (full proof in the book, page "Spherical k-means"). Invariant
+before layer t+1: ``P = [Xh | Y_t]``, ``Q = [C_t | I_k]`` with ``Xh`` the
+normalized points and ``C_t`` the t-th iterate (the embedding normalization
+gives it for t = 0). CAX: score ``xh_i . c_j``, hardmax picks ``a(i)`` and
+writes ``e_{a(i)}``; SAX removes the old ``y_i``; the normalization leaves
+``[xh_i | e_{a(i)}]`` unchanged (``xh_i`` is unit, ``y`` untouched). CAC: dot
+score ``e_j . e_{a(i)}`` is 1 for members and 0 otherwise, linear attention
+averages the members' ``[xh_i | 0]``: ``[m_j | 0]``; SAC removes ``[c_j | 0]``.
+So before the normalization ``Q = [m_j | e_j]``, and after it
+``[m_j / ||m_j|| | e_j] = [c_{t+1, j} | e_j]``. QED.
+
+Policies (the classical function and the transformer agree on both):
+
+* **Empty cluster**: linear CAC gives uniform weights to a row of zero scores,
+  so ``m_j`` is the mean of all normalized points and the center becomes its
+  direction (``lloyd``'s ``"global_mean"`` policy, then normalized).
+* **Zero member mean** (``m_j = 0``, e.g. members cancel out): the center
+  becomes the zero vector (the ``eps -> 0`` limit of RMSNorm), whose cosine
+  with every point is taken as 0. Never NaN. This cannot happen when ``k >=
+  2`` and every member strictly prefers ``j``: summing
+  ``x_i . (c_j - c_l) > 0`` over the members gives ``m_j . (c_j - c_l) > 0``.
+  It needs ``k = 1``, ties, or an empty cluster whose data directions cancel.
+
+At a tie hardmax splits the assignment (fractional ``y``) while the classical
+rule picks the lowest index, as for Theorem 2.1.
+"""
+
+from dataclasses import replace
+
+import autograd.numpy as anp
+import numpy as np
+
+from .._validation import check_centers, check_data, check_k, check_n_steps
+from ..layer import KMeansTransformer
+from ..lloyd_transformer import lloyd_transformer
+from ..tokens import TokenLayout
+from ..trajectory import Trajectory
+
+__all__ = [
+    "spherical_kmeans",
+    "spherical_kmeans_transformer",
+    "BlockRMSNorm",
+    "normalize_rows",
+]
+
+
+def _check_nonzero_rows(A, name):
+    """Refuse a zero row: it has no direction to normalize."""
+    zero = np.flatnonzero(~np.any(A != 0, axis=1))
+    if zero.size:
+        i = int(zero[0])
+        raise ValueError(
+            f"{name}[{i}] must be nonzero to be normalized to unit length; "
+            f"got {name}[{i}]={A[i].tolist() if A.shape[1] <= 6 else 'all zeros'}"
+        )
+
+
+def normalize_rows(A):
+    """Rows scaled to unit length; a zero row stays zero (never NaN).
+
+    Parameters
+    ----------
+    A : ndarray, shape (m, d)
+
+    Returns
+    -------
+    ndarray, shape (m, d)
+    """
+    norms = np.linalg.norm(A, axis=1, keepdims=True)
+    return np.where(norms > 0, A / np.where(norms > 0, norms, 1.0), 0.0)
+
+
+def spherical_kmeans(X, init, n_iter):
+    """Spherical k-means (Dhillon & Modha 2001), exactly ``n_iter`` iterations.
+
+    ``X`` and ``init`` are normalized to unit rows first. Each iteration
+    assigns every point to the center of largest cosine (ties to the lowest
+    index) and moves every center to the normalized mean of its points. An
+    empty cluster's center becomes the normalized mean of all points; a
+    center whose members' mean is zero becomes the zero vector (cosine 0 with
+    every point). See the module docstring for why the transformer does the
+    same.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Points as rows, no zero row.
+    init : array_like, shape (k, d)
+        Initial centers, no zero row, ``k <= n``.
+    n_iter : int
+        Number of iterations, ``>= 0``.
+
+    Returns
+    -------
+    Trajectory
+        ``centers`` (n_iter + 1, k, d), unit rows (``centers[0]`` is the
+        normalized ``init``); ``labels`` (n_iter, n).
+
+    Raises
+    ------
+    ValueError
+        On invalid input, including a zero row of ``X`` or ``init`` (named).
+    """
+    X = check_data(X)
+    C = check_centers(init, X.shape[1])
+    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
+    n_iter = check_n_steps(n_iter, "n_iter")
+    _check_nonzero_rows(X, "X")
+    _check_nonzero_rows(C, "init")
+    return _spherical_kmeans(normalize_rows(X), normalize_rows(C), n_iter)
+
+
+def _spherical_kmeans(Xh, C, n_iter):
+    """Trusted kernel of :func:`spherical_kmeans`: unit rows already."""
+    n, k = Xh.shape[0], C.shape[0]
+    centers = np.empty((n_iter + 1,) + C.shape)
+    labels = np.empty((n_iter, n), dtype=np.intp)
+    centers[0] = C
+    for t in range(n_iter):
+        lab = np.argmax(Xh @ centers[t].T, axis=1)  # largest cosine, lowest index at ties
+        labels[t] = lab
+        counts = np.bincount(lab, minlength=k)
+        sums = np.zeros((k, Xh.shape[1]))
+        np.add.at(sums, lab, Xh)
+        means = sums / np.maximum(counts, 1)[:, None]
+        means[counts == 0] = Xh.mean(axis=0)
+        centers[t + 1] = normalize_rows(means)
+    return Trajectory(centers=centers, labels=labels)
+
+
+class BlockRMSNorm:
+    """RMSNorm on one named coordinate block of every token; the rest untouched.
+
+    For a token ``z`` and the block ``b`` of width ``w``::
+
+        z_b <- gain * z_b / rms(z_b),   rms(v) = sqrt(mean(v**2)),   gain = 1 / sqrt(w)
+
+    so ``z_b`` becomes a unit vector; all other coordinates are copied. A zero
+    block stays zero (the ``eps -> 0`` limit of ``v / sqrt(mean(v**2) + eps)``).
+    Written with ``autograd.numpy``; accepts leading batch axes.
+
+    Parameters
+    ----------
+    layout : TokenLayout
+    block : str
+        Name of the normalized block (``"x"`` for spherical k-means).
+    """
+
+    def __init__(self, layout, block="x"):
+        if not isinstance(layout, TokenLayout) or block not in layout.slices:
+            raise ValueError(f"block must name a block of layout={layout!r}; got block={block!r}")
+        self.layout, self.block = layout, block
+        s = layout.slices[block]
+        self.gain = np.full(s.stop - s.start, 1.0 / np.sqrt(s.stop - s.start))
+
+    @property
+    def weights(self):
+        """``{"gain": (w,)}``, the RMSNorm gain of the normalized block."""
+        return {"gain": self.gain}
+
+    def __repr__(self):
+        return f"BlockRMSNorm(block={self.block!r}, width={self.gain.size})"
+
+    def __call__(self, T):
+        s = self.layout.slices[self.block]
+        z = T[..., s]
+        rms = anp.sqrt(anp.mean(z * z, axis=-1, keepdims=True))
+        scaled = self.gain * z / anp.where(rms > 0, rms, 1.0)  # zero block -> zero
+        return anp.concatenate([T[..., : s.start], scaled, T[..., s.stop :]], axis=-1)
+
+
+class _SphericalTransformer(KMeansTransformer):
+    """A :class:`KMeansTransformer` that also refuses zero rows (no direction)."""
+
+    def run(self, X, init, n_layers, rng=None, reembed=False):
+        _check_nonzero_rows(check_data(X), "X")
+        _check_nonzero_rows(check_centers(init, np.shape(X)[-1]), "init")
+        return super().run(X, init, n_layers, rng=rng, reembed=reembed)
+
+    run.__doc__ = KMeansTransformer.run.__doc__
+
+
+def spherical_kmeans_transformer(d, k):
+    """The k-means transformer whose every layer is one spherical k-means step.
+
+    The validated Theorem 2.1 model at ``gamma = inf`` (Equation 5 weights,
+    identity resets, linear CAC) with dot-product scores in CAX and the
+    per-token normalization :class:`BlockRMSNorm` of the ``x`` coordinates,
+    applied to every token after the embedding and after every layer; the
+    ``y`` coordinates (assignments of points, ids of centers) are untouched.
+
+    Proposition (exact equivalence; proof in the module docstring and the
+    book): if every point has a unique largest cosine at every iteration,
+    ``spherical_kmeans_transformer(d, k).run(X, init, T)`` has the centers of
+    ``spherical_kmeans(X, init, T)``. The model normalizes ``X`` and ``init``
+    itself, like the classical function.
+
+    Parameters
+    ----------
+    d : int
+        Data dimension.
+    k : int
+        Number of centers.
+
+    Returns
+    -------
+    KMeansTransformer
+        Token layout ``[x | y]`` of width ``d + k``, ``model.norm`` the
+        normalization. Its ``run`` refuses zero rows of ``X`` or ``init``.
+    """
+    base = lloyd_transformer(d, k, gamma=np.inf, config="validated")
+    blocks = dict(base.blocks)
+    blocks["CAX"] = replace(blocks["CAX"], score="dot")  # hardmax over cosines
+    return _SphericalTransformer(
+        base.layout, blocks, name="spherical k-means", norm=BlockRMSNorm(base.layout, "x")
+    )

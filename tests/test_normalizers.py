@@ -1,0 +1,131 @@
+"""Sparse and random normalizers against brute-force solves of their definitions."""
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog, minimize
+from scipy.stats import chisquare
+
+from kmt_ref.attention import NORMALIZERS, Block, attend, hardmax, softmax
+from kmt_ref.normalizers import gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
+
+RNG_SEEDS = range(20)
+SIMPLEX = [{"type": "eq", "fun": lambda p: np.sum(p) - 1.0}]
+
+
+def _random_row(seed, r=6):
+    rng = np.random.default_rng(seed)
+    return rng.normal(scale=rng.choice([0.3, 1.0, 3.0]), size=r)
+
+
+def _slsqp(objective, r):
+    best = None
+    for start in (np.full(r, 1.0 / r), np.eye(r)[0], np.eye(r)[-1]):
+        res = minimize(objective, start, method="SLSQP", bounds=[(0, 1)] * r, constraints=SIMPLEX,
+                       options={"ftol": 1e-14, "maxiter": 500})
+        if best is None or res.fun < best.fun:
+            best = res
+    return best
+
+
+@pytest.mark.parametrize("seed", RNG_SEEDS)
+def test_sparsemax_is_the_euclidean_projection_onto_the_simplex(seed):
+    z = _random_row(seed)
+    res = _slsqp(lambda p: np.sum((p - z) ** 2), z.size)
+    p = sparsemax(z)
+    assert np.all(p >= 0) and np.isclose(p.sum(), 1.0)
+    assert np.sum((p - z) ** 2) <= res.fun * (1 + 1e-9)
+    assert np.allclose(p, res.x, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", RNG_SEEDS)
+def test_normmax2_maximizes_score_minus_t_times_2norm(seed):
+    z = _random_row(seed)
+    t = float(np.random.default_rng(seed + 100).uniform(0.1, 3.0))
+    res = _slsqp(lambda p: -(p @ z - t * np.linalg.norm(p)), z.size)
+    p = normmax2(z, t=t)
+    value = p @ z - t * np.linalg.norm(p)
+    assert np.all(p >= 0) and np.isclose(p.sum(), 1.0)
+    assert value >= -res.fun - 1e-9 * abs(res.fun)
+    assert np.allclose(p, res.x, atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", RNG_SEEDS)
+def test_normmax_inf_solves_its_linear_programme(seed):
+    # max <p, z> - t u  s.t.  p_i <= u, sum p = 1, p >= 0: variables (p, u).
+    z = _random_row(seed)
+    r = z.size
+    t = float(np.random.default_rng(seed + 200).uniform(0.1, 3.0))
+    res = linprog(np.append(-z, t), A_ub=np.hstack([np.eye(r), -np.ones((r, 1))]), b_ub=np.zeros(r),
+                  A_eq=np.append(np.ones(r), 0.0)[None], b_eq=[1.0], bounds=[(0, None)] * (r + 1),
+                  method="highs")
+    p = normmax_inf(z, t=t)
+    assert np.isclose(p @ z - t * p.max(), -res.fun, atol=1e-12)
+    assert np.allclose(p, res.x[:r], atol=1e-9)
+
+
+def test_normmax_inf_gives_tied_scores_equal_weight():
+    p = normmax_inf(np.array([3.0, 1.0, 1.0, 0.0]), t=2.0)
+    assert np.allclose(p, [1 / 3, 1 / 3, 1 / 3, 0.0])
+
+
+@pytest.mark.parametrize("fn", [sparsemax, normmax2, normmax_inf])
+def test_sparse_normalizers_vectorize_over_rows_and_batch_axes(fn):
+    Z = np.random.default_rng(0).normal(size=(3, 4, 7))
+    out = fn(Z)
+    rowwise = np.array([[fn(row) for row in block] for block in Z])
+    assert np.allclose(out, rowwise, rtol=0, atol=1e-15)
+    assert np.allclose(out.sum(axis=-1), 1.0)
+
+
+def test_sparse_normalizers_tend_to_hardmax_at_low_temperature_and_uniform_at_high():
+    z = np.array([[0.3, 1.2, 1.2, -0.5, 0.9]])
+    assert np.allclose(sparsemax(1e6 * z), hardmax(z))
+    assert np.allclose(sparsemax(1e-6 * z), 1 / 5, atol=1e-6)
+    for fn in (normmax2, normmax_inf):
+        assert np.allclose(fn(z, t=1e-9), hardmax(z))
+        assert np.allclose(fn(z, t=1e9), 1 / 5, atol=1e-8)
+
+
+def test_gumbel_max_samples_follow_softmax_chi_square_at_level_0_001():
+    z = np.array([0.5, -1.0, 2.0, 0.0, 1.0])
+    draws = 20_000
+    onehots = gumbel_max(np.broadcast_to(z, (draws, z.size)), np.random.default_rng(7))
+    assert np.all(onehots.sum(axis=1) == 1)
+    counts = onehots.sum(axis=0)
+    expected = draws * softmax(z)
+    assert chisquare(counts, expected).pvalue > 1e-3
+    # The test can fail: the law of softmax(2 z) is rejected on the same draws.
+    assert chisquare(counts, draws * softmax(2 * z)).pvalue < 1e-3
+
+
+def test_gumbel_softmax_tends_to_gumbel_max_at_low_temperature_and_uniform_at_high():
+    z = np.random.default_rng(1).normal(size=(50, 6))
+    cold = gumbel_softmax(z, np.random.default_rng(3), temperature=1e-6)
+    assert np.allclose(cold, gumbel_max(z, np.random.default_rng(3)))
+    hot = gumbel_softmax(z, np.random.default_rng(3), temperature=1e8)
+    assert np.allclose(hot, 1 / 6, atol=1e-7)
+
+
+def test_registered_normalizers_run_inside_attend_with_params_and_rng():
+    rng = np.random.default_rng(0)
+    Zq, Zk = rng.normal(size=(4, 3)), rng.normal(size=(9, 3))
+    eye = np.eye(3)
+    for name, params in [("sparsemax", {}), ("normmax2", {"t": 0.5}), ("normmax_inf", {"t": 0.5})]:
+        out = attend(Zq, Zk, Block(eye, eye, eye, normalizer=name, params=params))
+        scores = -((Zq[:, None] - Zk[None]) ** 2).sum(-1)
+        assert np.allclose(out, NORMALIZERS[name].fn(scores, **params) @ Zk)
+    block = Block(eye, eye, eye, normalizer="gumbel_max")
+    out = attend(Zq, Zk, block, rng=np.random.default_rng(5))
+    assert all(np.any(np.all(np.isclose(row, Zk), axis=1)) for row in out)
+    with pytest.raises(ValueError, match="rng"):
+        attend(Zq, Zk, block)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.inf, np.nan, "1", True])
+def test_normmax_and_gumbel_softmax_reject_a_non_positive_parameter(bad):
+    with pytest.raises(ValueError, match="t="):
+        normmax2(np.zeros(3), t=bad)
+    with pytest.raises(ValueError, match="t="):
+        normmax_inf(np.zeros(3), t=bad)
+    with pytest.raises(ValueError, match="temperature="):
+        gumbel_softmax(np.zeros(3), np.random.default_rng(0), temperature=bad)
