@@ -103,3 +103,20 @@ def test_training_step_timing_compares_fused_and_generic_gradients():
     assert res["max_grad_difference"] < 1e-9
     assert res["fused"]["step"] > 0 and res["generic"]["step"] > 0
     assert "speed-up" in format_training_step(res)
+
+
+def test_attention_maps_of_the_construction_are_hard_assignments():
+    from kmt_ref.geometry import nearest_center
+    from kmt_ref.learning.analysis import attention_maps
+
+    X, init = sample_tasks(np.random.default_rng(5), 1, 30, 2, 3)
+    maps = attention_maps(lloyd_transformer(2, 3), X[0], init[0])  # hardmax / identity / linear
+    labels, _ = nearest_center(X[0], init[0])
+    assert np.array_equal(maps["CAX"], np.eye(3)[labels])
+    assert np.array_equal(maps["SAX"], np.eye(30))
+    # CAC: center j averages its members (linear attention on the ids)
+    counts = np.bincount(labels, minlength=3)
+    expected = (np.eye(3)[labels] / np.maximum(counts, 1)).T
+    np.testing.assert_allclose(maps["CAC"][counts > 0], expected[counts > 0], atol=1e-12)
+    for A in maps.values():
+        np.testing.assert_allclose(A.sum(axis=1), 1.0)

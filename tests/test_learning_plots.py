@@ -14,3 +14,11 @@ def test_learning_plots_return_figures():
     theta = init_params(config, np.random.default_rng(0))
     fig = plot_weights(theta, config, reference=theta)
     assert isinstance(fig, Figure) and len(fig.axes) == 16
+
+
+def test_attention_map_plot_has_one_row_per_model():
+    from kmt_ref.plotting.learning import plot_attention_maps
+
+    maps = {"CAX": np.ones((4, 2)) / 2, "SAX": np.eye(4), "CAC": np.ones((2, 4)) / 4, "SAC": np.eye(2)}
+    fig = plot_attention_maps({"a": maps, "b": maps}, order=np.array([3, 2, 1, 0]))
+    assert isinstance(fig, Figure) and len(fig.axes) == 8

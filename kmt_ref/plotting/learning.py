@@ -7,7 +7,7 @@ from matplotlib.figure import Figure
 from ..layer import BLOCK_NAMES
 from ..learning.model import unflatten
 
-__all__ = ["plot_log_objective", "plot_training_history", "plot_weights"]
+__all__ = ["plot_log_objective", "plot_training_history", "plot_weights", "plot_attention_maps"]
 
 
 def _band(ax, summary, label, color):
@@ -112,4 +112,37 @@ def plot_weights(theta, config, reference=None):
                 ax.set_title(f"{label} {b}: {name}", fontsize=7)
                 ax.set_xticks([])
                 ax.set_yticks([])
+    return fig
+
+
+def plot_attention_maps(maps_by_model, order=None):
+    """Attention weights of the four blocks, one row per model.
+
+    Parameters
+    ----------
+    maps_by_model : dict
+        ``{label: attention_maps(...)}``.
+    order : ndarray of int, shape (n,), optional
+        Order of the points (e.g. sorted by Lloyd label), applied to point
+        axes so that clusters appear as blocks.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig = Figure(figsize=(9, 2.4 * len(maps_by_model)), layout="constrained")
+    axes = np.atleast_2d(fig.subplots(len(maps_by_model), 4))
+    for r, (label, maps) in enumerate(maps_by_model.items()):
+        for c, name in enumerate(BLOCK_NAMES):
+            A = np.asarray(maps[name])
+            if order is not None:
+                if name in ("CAX", "SAX"):
+                    A = A[order]
+                if name in ("SAX", "CAC"):
+                    A = A[:, order]
+            ax = axes[r, c]
+            ax.imshow(A, aspect="auto", cmap="viridis", interpolation="nearest")
+            ax.set_title(f"{label}: {name}", fontsize=8)
+            ax.set_xticks([])
+            ax.set_yticks([])
     return fig
