@@ -5,6 +5,10 @@ every step: the tokens are rebuilt from the current centers (assignment block
 0, ids ``I_k``), so only the d-dimensional centers are carried. The metric is
 the mean over held-out tasks of the log k-means objective after each step;
 Lloyd's algorithm runs from the same initial centers.
+
+The authors evaluate on each run's validation tasks (which also drive the
+learning-rate schedule); here every seed gets its own fresh held-out tasks
+from an independent stream, drawn the same way.
 """
 
 import numpy as np
