@@ -155,11 +155,12 @@ _value_and_grad = autograd.value_and_grad(batch_loss)
 
 
 def _validate(theta, config, val):
+    """Validation ratio (mean of per-task objective / one-step Lloyd objective) and mean objective."""
     X, init, lloyd_obj = val
+    B = config.batch
     obj = np.concatenate([
-        kmeans_objectives(X[i : i + config.batch], forward(theta, X[i : i + config.batch],
-                                                         init[i : i + config.batch], config.model))
-        for i in range(0, X.shape[0], config.batch)
+        kmeans_objectives(X[i : i + B], forward(theta, X[i : i + B], init[i : i + B], config.model))
+        for i in range(0, X.shape[0], B)
     ])
     return float(np.mean(obj / lloyd_obj)), float(np.mean(obj))
 
