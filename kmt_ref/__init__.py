@@ -1,5 +1,5 @@
 """kmt_ref: a readable NumPy reference for "Transformer Circuits Can Realize
-Clustering Algorithms" (Park, Clarkson, Horesh, Ram, Ito; arXiv:2506.19125).
+Clustering Algorithms" (Clarkson, Horesh, Ito, Park, Ram; ICML 2026, arXiv:2506.19125).
 
 Start with :func:`lloyd` (classical.py), then :func:`lloyd_transformer`
 (lloyd_transformer.py, Theorem 2.1) and the layer it is built from (layer.py);

@@ -52,7 +52,7 @@ def test_every_citation_has_a_bibtex_entry():
 
 
 def test_the_paper_is_in_the_bibliography():
-    assert "park2025clustering" in bib_keys()
+    assert "clarkson2026transformer" in bib_keys()
 
 
 def test_every_notebook_page_declares_the_python3_kernel():
