@@ -61,3 +61,9 @@ def test_unknown_experiment_or_scale_raises(tiny):
 def test_report_without_results_raises(tmp_path):
     with pytest.raises(FileNotFoundError):
         experiments.report(str(tmp_path))
+
+
+def test_seeds_option_restricts_the_experiment(tiny, capsys):
+    assert main(["reproduce", "weights", "--quick", "--seeds", "1", "--results-dir", tiny]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["seeds"] == [1] and out["n_seeds"] == 1

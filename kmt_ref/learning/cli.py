@@ -1,6 +1,6 @@
 """``python -m kmt_ref reproduce <learning experiment>`` and ``python -m kmt_ref train``.
 
-``reproduce NAME [--quick | --paper] [--report] [--no-train] [--results-dir DIR]``
+``reproduce NAME [--quick | --paper] [--report] [--no-train] [--seeds 0,1] [--results-dir DIR]``
 runs one experiment of :mod:`kmt_ref.learning.experiments` (training or
 resuming its models as needed) and writes ``DIR/<scale>/NAME.json``;
 ``--report`` prints the committed numbers instead.
@@ -49,6 +49,8 @@ def reproduce(name, argv=()):
     parser.add_argument("--report", action="store_true", help="print the committed numbers as JSON")
     parser.add_argument("--no-train", action="store_true",
                         help="evaluate the checkpoints as they are (possibly unfinished); train nothing")
+    parser.add_argument("--seeds", type=lambda t: [int(x) for x in t.split(",")], default=None,
+                        help="comma-separated seeds (default: all of the scale's seeds)")
     args = parser.parse_args(list(argv))
     scale = args.scale or "quick"
     if args.report:
@@ -60,7 +62,8 @@ def reproduce(name, argv=()):
         print(json.dumps(out, indent=1))
         return 0
     _catch_signals()
-    out = experiments.run_experiment(name, scale, args.results_dir, train_missing=not args.no_train)
+    out = experiments.run_experiment(name, scale, args.results_dir, train_missing=not args.no_train,
+                                     seeds=args.seeds)
     print(json.dumps(out, indent=1))
     return 0
 

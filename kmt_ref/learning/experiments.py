@@ -73,9 +73,9 @@ def trained(scale, tokens, seed, results_dir=RESULTS_DIR, train_missing=True, pr
     return train(config, path, progress=progress)
 
 
-def _models(scale, tokens, results_dir, train_missing, progress):
+def _models(scale, tokens, results_dir, train_missing, progress, seeds=None):
     out = []
-    for seed in SCALES[scale]["seeds"]:
+    for seed in SCALES[scale]["seeds"] if seeds is None else seeds:
         r = trained(scale, tokens, seed, results_dir, train_missing, progress)
         if r is not None:
             out.append(r)
@@ -112,10 +112,10 @@ def _status(models):
     )
 
 
-def learning(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+def learning(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True, seeds=None):
     """Learned (d+k tokens) vs Lloyd over 20 steps, with and without re-embedding."""
     s = SCALES[scale]
-    models = _models(scale, "d+k", results_dir, train_missing, progress)
+    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
     m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"])
     m_raw, _, finite_raw = _curves(models, s["n_eval_steps"], s["eval_tasks"], reembed=False)
     return dict(
@@ -128,10 +128,10 @@ def learning(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progres
     )
 
 
-def ablation(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+def ablation(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True, seeds=None):
     """The d-only model (no id/assignment block) vs Lloyd."""
     s = SCALES[scale]
-    models = _models(scale, "d", results_dir, train_missing, progress)
+    models = _models(scale, "d", results_dir, train_missing, progress, seeds)
     m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"])
     return dict(
         **_status(models), lloyd=_summary(ll), d_only=_summary(m),
@@ -141,9 +141,9 @@ def ablation(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progres
     )
 
 
-def _shift(scale, results_dir, train_missing, progress, variants):
+def _shift(scale, results_dir, train_missing, progress, seeds, variants):
     s = SCALES[scale]
-    models = _models(scale, "d+k", results_dir, train_missing, progress)
+    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
     out = _status(models)
     for name, options in variants.items():
         m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], **options)
@@ -155,23 +155,23 @@ def _shift(scale, results_dir, train_missing, progress, variants):
     return out
 
 
-def generalization(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+def generalization(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True, seeds=None):
     """The model trained at n = 512 applied to other numbers of points."""
-    return _shift(scale, results_dir, train_missing, progress,
+    return _shift(scale, results_dir, train_missing, progress, seeds,
                   {f"n={n}": dict(n=n) for n in SCALES[scale]["gen_n"]})
 
 
-def kmeanspp(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+def kmeanspp(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True, seeds=None):
     """k-means++ initial centers (never seen in training) for model and Lloyd."""
-    return _shift(scale, results_dir, train_missing, progress, {"kmeans++": dict(init="kmeans++")})
+    return _shift(scale, results_dir, train_missing, progress, seeds, {"kmeans++": dict(init="kmeans++")})
 
 
-def families(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+def families(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True, seeds=None):
     """Other mixture families and options (trained on isotropic equal-weight normal)."""
     variants = {f: dict(family=f) for f in ("normal", "cauchy", "gumbel", "laplace", "lognormal")}
     variants["normal, unequal weights"] = dict(equal_weights=False)
     variants["normal, anisotropic"] = dict(isotropic=False)
-    return _shift(scale, results_dir, train_missing, progress, variants)
+    return _shift(scale, results_dir, train_missing, progress, seeds, variants)
 
 
 def weight_summary(theta, model_config):
@@ -206,9 +206,9 @@ def weight_summary(theta, model_config):
     return out
 
 
-def weights(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
+def weights(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True, seeds=None):
     """Learned weights (every seed) summarized next to the construction."""
-    models = _models(scale, "d+k", results_dir, train_missing, progress)
+    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
     return dict(**_status(models), per_seed=[weight_summary(r.theta, r.config.model) for r in models])
 
 
@@ -232,8 +232,12 @@ def git_revision():
         return "unknown"
 
 
-def run_experiment(name, scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True):
-    """Run one experiment and write ``<results_dir>/<scale>/<name>.json``; return the dict."""
+def run_experiment(name, scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True,
+                   seeds=None):
+    """Run one experiment and write ``<results_dir>/<scale>/<name>.json``; return the dict.
+
+    ``seeds`` restricts the experiment to some of the scale's seeds (default: all).
+    """
     import json
 
     if name not in EXPERIMENTS:
@@ -241,7 +245,7 @@ def run_experiment(name, scale="quick", results_dir=RESULTS_DIR, train_missing=T
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {sorted(SCALES)}; got scale={scale!r}")
     t0 = time.perf_counter()
-    out = EXPERIMENTS[name](scale, results_dir, train_missing, progress)
+    out = EXPERIMENTS[name](scale, results_dir, train_missing, progress, seeds)
     out = dict(
         experiment=name, scale=scale, command="python -m kmt_ref " + " ".join(sys.argv[1:]),
         git_revision=git_revision(), wall_time=time.perf_counter() - t0, **out,
