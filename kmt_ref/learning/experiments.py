@@ -287,6 +287,11 @@ def report(results_dir=RESULTS_DIR, scales=("paper", "quick")):
                              "numbers are from their last checkpoints")
             if not abl:
                 notes.append(f"no d-only (ablation) results at scale {scale!r}")
+            planned = len(SCALES[scale]["seeds"]) if scale in SCALES else None
+            out["planned_seeds"] = planned
+            if planned is not None and out["n_seeds"] < planned:
+                notes.append(f"{out['n_seeds']} of the {planned} planned seeds evaluated so far "
+                             "(the acceptance asks for the median over at least 3)")
             if notes:
                 out["note"] = "; ".join(notes)
             return out
