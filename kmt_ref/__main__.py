@@ -2,7 +2,12 @@
 
 import argparse
 import importlib
+import os
+import subprocess
 import sys
+
+#: BLAS thread variables pinned for ``bench`` (read when NumPy loads, hence a child process).
+_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 #: ``reproduce <experiment> [options]``: the module whose ``reproduce(argv)``
 #: runs the experiment (each experiment parses its own options), or
@@ -23,6 +28,11 @@ def main(argv=None):
     p = sub.add_parser("bench", help="speed ratios measured side by side")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
+    p.add_argument(
+        "--threads", type=int, default=1,
+        help="BLAS threads (default 1: kmeans2 is single-threaded, and an oversubscribed BLAS "
+        "distorts ratios on a busy machine)",
+    )
     p = sub.add_parser("reproduce", help="re-run an experiment of the book and save its results")
     p.add_argument("experiment", choices=sorted(EXPERIMENTS))
     p.add_argument("options", nargs=argparse.REMAINDER, help="experiment options (see: reproduce NAME -h)")
@@ -43,8 +53,16 @@ def main(argv=None):
         print(to_json(results) if args.json else format_table(results))
         return 0 if all(r.ok for rows in results.values() for r in rows) else 1
     if args.command == "bench":
+        if args.threads < 1:
+            parser.error(f"--threads must be >= 1; got --threads={args.threads}")
+        wanted = str(args.threads)
+        if any(os.environ.get(v) != wanted for v in _THREAD_VARIABLES):
+            env = dict(os.environ, **{v: wanted for v in _THREAD_VARIABLES})
+            cmd = [sys.executable, "-m", "kmt_ref", "bench", "--repeats", str(args.repeats), "--threads", wanted]
+            return subprocess.call(cmd + (["--quick"] if args.quick else []), env=env)
         from .bench import format_bench, run_bench
 
+        print(f"BLAS threads: {wanted}")
         print(format_bench(run_bench(repeats=args.repeats, quick=args.quick)))
         return 0
     if args.command == "reproduce":

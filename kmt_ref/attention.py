@@ -310,6 +310,13 @@ def _project(Z, W, b, rows=None):
         cols = _as_index(np.any(W != 0, axis=0))
         if cols is not None:
             Z, W = Z[..., cols], W[:, cols]
+        # A block of +-I (every projector of the constructions) is a copy, not a product.
+        if W.shape[0] == W.shape[1] and b is None:
+            eye = np.eye(W.shape[0])
+            if np.array_equal(W, eye):
+                return Z
+            if np.array_equal(W, -eye):
+                return -Z
     out = anp.matmul(Z, anp.swapaxes(W, -1, -2))
     return out if b is None else out + b
 

@@ -25,10 +25,16 @@ def test_a_failing_claim_is_reported_as_failing():
     assert shown.ok and "fails (expected)" in format_table({"section": [shown]})
 
 
-def test_bench_quick_reports_ratios_and_memory(capsys):
-    assert main(["bench", "--quick"]) == 0
-    out = capsys.readouterr().out
+def test_bench_quick_reports_ratios_and_memory_with_pinned_blas_threads(capfd):
+    assert main(["bench", "--quick"]) == 0  # runs in a child process with BLAS threads pinned
+    out = capfd.readouterr().out
+    assert "BLAS threads: 1" in out
     assert "transformer / lloyd" in out and "lloyd / kmeans2" in out and "peak" in out
+
+
+def test_bench_rejects_a_non_positive_thread_count():
+    with pytest.raises(SystemExit):
+        main(["bench", "--threads", "0"])
 
 
 def test_unknown_command_is_rejected():
