@@ -3,7 +3,7 @@
 Each experiment trains -- or loads, or resumes -- its models through
 :func:`trained`, evaluates them on held-out tasks, and returns a JSON-able dict
 of every number. ``python -m kmt_ref reproduce <experiment>`` calls them and
-writes ``results/learning/<scale>/<experiment>.json``.
+writes ``kmt_ref/results/learning/<scale>/<experiment>.json``.
 
 Scales: ``"paper"`` is the authors' protocol (10,000 steps, batch 32, 320
 held-out tasks, 20 evaluation steps, seeds 0-9, or as many as are trained);
@@ -34,9 +34,8 @@ SCALES = {
                   n_eval_steps=20, gen_n=(128, 256, 1024, 2048)),
 }
 
-#: Committed results of the repository (``results/learning`` next to the package).
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                           "results", "learning")
+#: Committed results, shipped inside the package (``kmt_ref/results/learning``).
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results", "learning")
 
 
 def run_config(scale, tokens="d+k", seed=0):

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Train (or resume) the paper-scale models of one token layout, seed after seed.
-# Usage (from the repository root): sh results/learning/run_paper_queue.sh d+k "0 1 2"
-# Each model checkpoints every 50 steps to results/learning/paper/<dk|d>-seed<S>.npz;
+# Usage (from the repository root): sh kmt_ref/results/learning/run_paper_queue.sh d+k "0 1 2"
+# Each model checkpoints every 50 steps to kmt_ref/results/learning/paper/<dk|d>-seed<S>.npz;
 # rerunning the same command resumes where it stopped.
 tokens=$1
 seeds=$2
