@@ -27,3 +27,16 @@ def test_readme_quick_start_uses_the_commands_ci_runs():
     assert 'pip install -e ".[test]" && python -m pytest' in text
     ci = (README.parent / ".ci" / "run").read_text()
     assert "python -m pytest" in ci and "python -m kmt_ref verify" in ci
+
+
+def test_readme_learning_table_matches_the_committed_report():
+    from kmt_ref.learning.experiments import report
+
+    rep = report()
+    text = README.read_text()
+    row = dict(re.findall(r"^\| (Lloyd|learned, tokens `\[x \\\| y\]`|learned, tokens `\[x\]` only|seeds trained so far) "
+                          r"\| ([0-9.]+) \|", text, flags=re.M))
+    assert row["Lloyd"] == f"{rep['lloyd_log_objective']:.3f}"
+    assert row["learned, tokens `[x \\| y]`"] == f"{rep['learned_log_objective']:.3f}"
+    assert row["learned, tokens `[x]` only"] == f"{rep['d_only_log_objective']:.3f}"
+    assert row["seeds trained so far"] == str(rep["n_seeds"])
