@@ -34,8 +34,8 @@ def test_readme_learning_table_matches_the_committed_report():
 
     rep = report()
     text = README.read_text()
-    row = dict(re.findall(r"^\| (Lloyd|learned, tokens `\[x \\\| y\]`|learned, tokens `\[x\]` only|seeds trained so far) "
-                          r"\| ([0-9.]+) \|", text, flags=re.M))
+    labels = r"Lloyd|learned, tokens `\[x \\\| y\]`|learned, tokens `\[x\]` only|seeds trained so far"
+    row = dict(re.findall(rf"^\| ({labels}) \| ([0-9.]+) \|", text, flags=re.M))
     assert row["Lloyd"] == f"{rep['lloyd_log_objective']:.3f}"
     assert row["learned, tokens `[x \\| y]`"] == f"{rep['learned_log_objective']:.3f}"
     assert row["learned, tokens `[x]` only"] == f"{rep['d_only_log_objective']:.3f}"
