@@ -111,10 +111,9 @@ distances differ by less than about ``eps ||x||^2``.
 import numpy as np
 
 from ._validation import check_k, check_positive
-from .attention import Block
 from .feedforward import FeedForward
 from .layer import KMeansTransformer
-from .lloyd_transformer import lloyd_transformer
+from .lloyd_transformer import assemble_blocks, lloyd_transformer
 from .tokens import TokenLayout
 
 __all__ = [
@@ -229,12 +228,7 @@ def dot_product_lloyd_transformer(d, k, gamma=np.inf, config="validated"):
     if config not in CONFIGS:
         raise ValueError(f"config must be one of {sorted(CONFIGS)}; got config={config!r}")
     layout = TokenLayout(d, k, LAYOUT_BLOCKS)
-    weights = dot_product_weights(layout)
-    blocks = {}
-    for name, (score, normalizer) in CONFIGS[config].items():
-        if normalizer == "attention":
-            normalizer = "hardmax" if np.isinf(gamma) else "softmax"
-        blocks[name] = Block(*weights[name], score=score, normalizer=normalizer, gamma=gamma)
+    blocks = assemble_blocks(dot_product_weights(layout), CONFIGS[config], gamma)
     return KMeansTransformer(
         layout,
         blocks,

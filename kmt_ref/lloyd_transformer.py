@@ -57,7 +57,7 @@ from .attention import Block
 from .layer import KMeansTransformer
 from .tokens import TokenLayout
 
-__all__ = ["CONFIGS", "lloyd_transformer", "equation5_weights"]
+__all__ = ["CONFIGS", "lloyd_transformer", "equation5_weights", "assemble_blocks"]
 
 #: Block mechanisms (score, normalizer) of each configuration; ``"attention"``
 #: stands for Euclidean softmax at finite gamma and hardmax at gamma = inf.
@@ -86,6 +86,30 @@ def equation5_weights(layout):
         "CAC": (P_y, P_y, P_x),
         "SAC": (P_y, P_y, -P_x),
     }
+
+
+def assemble_blocks(weights, mechanisms, gamma):
+    """Blocks from weight triples and ``(score, normalizer)`` mechanisms.
+
+    Parameters
+    ----------
+    weights : mapping of str to (Wq, Wk, Wv)
+        Each matrix of shape (D, D).
+    mechanisms : mapping of str to (str, str)
+        A row of :data:`CONFIGS`; ``"attention"`` becomes hardmax at
+        ``gamma = inf`` and softmax otherwise.
+    gamma : float
+
+    Returns
+    -------
+    dict of str to Block
+    """
+    blocks = {}
+    for name, (score, normalizer) in mechanisms.items():
+        if normalizer == "attention":
+            normalizer = "hardmax" if np.isinf(gamma) else "softmax"
+        blocks[name] = Block(*weights[name], score=score, normalizer=normalizer, gamma=gamma)
+    return blocks
 
 
 def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
@@ -121,13 +145,7 @@ def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
     if config not in CONFIGS:
         raise ValueError(f"config must be one of {sorted(CONFIGS)}; got config={config!r}")
     layout = TokenLayout(d, k, ("x", "y"))
-    weights = equation5_weights(layout)
-    blocks = {}
-    for name, (score, normalizer) in CONFIGS[config].items():
-        if normalizer == "attention":
-            normalizer = "hardmax" if np.isinf(gamma) else "softmax"
-        Wq, Wk, Wv = weights[name]
-        blocks[name] = Block(Wq, Wk, Wv, score=score, normalizer=normalizer, gamma=gamma)
+    blocks = assemble_blocks(equation5_weights(layout), CONFIGS[config], gamma)
     return KMeansTransformer(
         layout, blocks, name=f"Theorem 2.1 ({config}, gamma={gamma:g})"
     )

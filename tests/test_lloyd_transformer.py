@@ -169,3 +169,15 @@ def test_faithful_layer_runs_at_n_20000_without_an_n_by_n_matrix():
     peak = peak_memory(lambda: model.run(X, init, 1))
     n_by_n = 8 * 20_000**2  # 3.2 GB
     assert peak < n_by_n / 8
+
+
+def test_assemble_blocks_turns_attention_into_hardmax_at_gamma_inf_and_softmax_otherwise():
+    from kmt_ref.lloyd_transformer import CONFIGS, assemble_blocks, equation5_weights
+    from kmt_ref.tokens import TokenLayout
+
+    weights = equation5_weights(TokenLayout(2, 3))
+    exact = assemble_blocks(weights, CONFIGS["validated"], np.inf)
+    soft = assemble_blocks(weights, CONFIGS["validated"], 1e4)
+    assert exact["CAX"].normalizer == "hardmax" and soft["CAX"].normalizer == "softmax"
+    assert exact["CAC"].normalizer == soft["CAC"].normalizer == "linear"
+    assert soft["CAX"].gamma == 1e4 and soft["CAX"].Wv is weights["CAX"][2]
