@@ -1,4 +1,4 @@
-"""Exercise 03 (warm-up) - chapter "Attention".
+"""Exercise 03 (warm-up) - chapter "Attention as a soft nearest-neighbour lookup".
 
 Check your answer: ``python -m kmt_ref.exercises check 03``
 """

@@ -1,4 +1,4 @@
-"""Exercise 13 (medium) - chapter "Learning a clustering algorithm".
+"""Exercise 13 (medium) - chapter "Learning a clustering layer".
 
 Check your answer: ``python -m kmt_ref.exercises check 13``
 """

@@ -1,4 +1,4 @@
-"""Exercise 15 (medium) - chapter "What the trained model learned".
+"""Exercise 15 (medium) - chapter "Learning a clustering layer".
 
 Check your answer: ``python -m kmt_ref.exercises check 15``
 """
@@ -9,11 +9,14 @@ from kmt_ref import TokenLayout
 
 
 def name_block(Wq, Wk, Wv, d, k):
-    """Name the block a learned-looking weight triple belongs to.
+    """Name the block a disguised Equation 5 weight triple belongs to.
 
-    A trained model's weights are not the Equation 5 matrices, but they
-    resemble them: scaled (gamma can hide in ``Wq`` and ``Wk``), a partial
-    reset (``Wv ~ -0.8 P_x``), and noise everywhere. Equation 5 for tokens
+    The triples are Equation 5 weights disguised the way training disguises
+    them: scaled (gamma can hide in ``Wq`` and ``Wk``), a partial reset
+    (``Wv ~ -0.8 P_x``), and noise everywhere. (A trained model can also
+    write the ``y`` coordinates in another basis - book chapter "Learning a
+    clustering layer", section "The assignment channel has no fixed basis";
+    this exercise keeps Equation 5's basis.) Equation 5 for tokens
     ``[x | y]``::
 
         CAX: (P_x, P_x,  P_y)     SAX: (P_x, P_x, -P_y)

@@ -120,7 +120,7 @@ WRONG = {
         """,
         ["DIFFERENT y", "y block after the reset", "AVERAGE y"],
     ),
-    "10_sparsemax": (
+    "12_sparsemax": (
         """
         import numpy as np
 
@@ -237,7 +237,7 @@ def test_a_solution_that_modifies_its_input_in_place_fails(tmp_path):
                                  np.linalg.norm(Q[:, :d], axis=1, keepdims=True), 1.0)
             return Q
         """
-    result = _check_one(_write(tmp_path, "12_spherical_normalize", source), "12")
+    result = _check_one(_write(tmp_path, "11_spherical_normalize", source), "11")
     assert not result.passed
     assert "modified its argument #1 in place" in result.message
 
@@ -247,3 +247,20 @@ def test_by_chapter_groups_every_exercise_once_in_book_order():
 
     groups = by_chapter()
     assert [ex for exs in groups.values() for ex in exs] == list(EXERCISES)
+
+
+def test_every_chapter_is_a_book_page_title_and_that_page_links_its_exercises():
+    import re
+
+    from kmt_ref.exercises import by_chapter
+
+    book = WORKBOOK.parent / "book"
+    pages = {}
+    for page in book.glob("*.md"):
+        heading = re.search(r"^# (.+)$", page.read_text(), re.M)
+        if heading:
+            pages[heading.group(1).replace("*", "")] = page.read_text()
+    for chapter, exercises in by_chapter().items():
+        assert chapter in pages, f"no book page is titled {chapter!r}"
+        for ex in exercises:
+            assert f"{ex.stem}.py" in pages[chapter], f"page {chapter!r} does not link {ex.stem}.py"

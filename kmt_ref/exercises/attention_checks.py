@@ -1,4 +1,4 @@
-"""Checks for the chapter "Attention"."""
+"""Checks for the chapter "Attention as a soft nearest-neighbour lookup"."""
 
 import numpy as np
 

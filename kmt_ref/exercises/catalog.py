@@ -8,14 +8,15 @@ __all__ = ["CHAPTERS", "EXERCISES"]
 #: Book chapters the exercises belong to, in reading order.
 CHAPTERS = (
     "k-means and Lloyd's algorithm",
-    "Attention",
+    "Attention as a soft nearest-neighbour lookup",
     "The k-means transformer (Theorem 2.1)",
     "Dot-product attention and the FFN (Theorem 2.2)",
-    "Variants",
-    "Learning a clustering algorithm",
-    "What the trained model learned",
+    "Soft k-means",
+    "Spherical k-means",
+    "Robust k-means from sparsemax attention",
+    "Learning a clustering layer",
 )
-_LLOYD, _ATTN, _T21, _T22, _VAR, _LEARN, _READ = CHAPTERS
+_LLOYD, _ATTN, _T21, _T22, _SOFT, _SPHERE, _ROBUST, _LEARN = CHAPTERS
 
 EXERCISES = tuple(
     Exercise(stem[:2], stem, function, chapter, level, summary, check)
@@ -39,20 +40,20 @@ EXERCISES = tuple(
          "dot-product CAX weights that reproduce Euclidean attention", thm22_checks.check_dot_cax_weights),
         ("09_sqnorm_ffn", "sqnorm_ffn", _T22, "medium",
          "a relu^2 FFN that maintains the centers' squared norms", thm22_checks.check_sqnorm_ffn),
-        ("10_sparsemax", "sparsemax", _VAR, "medium",
-         "sparsemax, the Euclidean projection onto the simplex", variants_checks.check_sparsemax),
-        ("11_soft_kmeans_transformer", "soft_kmeans_transformer", _VAR, "medium",
+        ("10_soft_kmeans_transformer", "soft_kmeans_transformer", _SOFT, "medium",
          "derive the soft k-means transformer from Theorem 2.1",
          variants_checks.check_soft_kmeans_transformer),
-        ("12_spherical_normalize", "spherical_normalize", _VAR, "medium",
+        ("11_spherical_normalize", "spherical_normalize", _SPHERE, "medium",
          "a spherical normalization that leaves the id block intact",
          variants_checks.check_spherical_normalize),
+        ("12_sparsemax", "sparsemax", _ROBUST, "medium",
+         "sparsemax, the Euclidean projection onto the simplex", variants_checks.check_sparsemax),
         ("13_smoothed_loss", "smoothed_loss", _LEARN, "medium",
          "the smoothed k-means loss, an upper bound of the objective", learning_checks.check_smoothed_loss),
         ("14_train_tiny_model", "train_tiny_model", _LEARN, "hard",
          "train a one-layer model for 100 steps and beat one Lloyd step",
          learning_checks.check_train_tiny_model),
-        ("15_name_block", "name_block", _READ, "medium",
-         "read a learned-looking weight triple and name its block", learning_checks.check_name_block),
+        ("15_name_block", "name_block", _LEARN, "medium",
+         "name the block of a disguised Equation 5 weight triple", learning_checks.check_name_block),
     )
 )

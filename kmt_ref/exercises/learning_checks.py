@@ -1,4 +1,4 @@
-"""Checks for the chapters "Learning a clustering algorithm" and "What the trained model learned"."""
+"""Checks for the chapter "Learning a clustering layer"."""
 
 import math
 import time
@@ -94,7 +94,7 @@ def check_train_tiny_model(train_tiny_model):
 
 
 def _block_weights(block, d, k, rng):
-    """Learned-looking ``(Wq, Wk, Wv)`` of a block: scaled Equation 5 plus noise."""
+    """``(Wq, Wk, Wv)`` of a block, disguised as training would: scaled Equation 5 plus noise."""
     layout = TokenLayout(d, k)
     Px, Py = layout.projector("x"), layout.projector("y")
     reads, values = {"CAX": (Px, Py), "SAX": (Px, -Py), "CAC": (Py, Px), "SAC": (Py, -Px)}[block]

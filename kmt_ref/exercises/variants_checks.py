@@ -1,4 +1,4 @@
-"""Checks for the chapter "Variants"."""
+"""Checks for the variant chapters "Soft k-means", "Spherical k-means" and "Robust k-means from sparsemax attention"."""
 
 import numpy as np
 from scipy.optimize import minimize
@@ -24,7 +24,7 @@ def _project_to_simplex(z):
 
 
 def check_sparsemax(sparsemax):
-    """Exercise 10: sparsemax against a numerical projection onto the simplex."""
+    """Exercise 12: sparsemax against a numerical projection onto the simplex."""
     rng = np.random.default_rng(10)
     cases = [
         np.array([[0.0, 0.0]]),
@@ -56,7 +56,7 @@ def _soft_kmeans(X, C, beta, n_iter):
 
 
 def check_soft_kmeans_transformer(soft_kmeans_transformer):
-    """Exercise 11: a transformer that runs soft k-means exactly."""
+    """Exercise 10: a transformer that runs soft k-means exactly."""
     rng = np.random.default_rng(11)
     X, C, _ = gaussian_mixture(rng, n=40, d=2, k=3)
     for beta in (1.0, 30.0):
@@ -81,7 +81,7 @@ def _spherical_step(X, C):
 
 
 def check_spherical_normalize(spherical_normalize):
-    """Exercise 12: a normalization of the center tokens that leaves the id block intact."""
+    """Exercise 11: a normalization of the center tokens that leaves the id block intact."""
     rng = np.random.default_rng(12)
     d, k = 3, 4
     layout = TokenLayout(d, k)
