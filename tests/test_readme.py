@@ -36,7 +36,11 @@ def test_readme_learning_table_matches_the_committed_report():
     text = README.read_text()
     labels = r"Lloyd|learned, tokens `\[x \\\| y\]`|learned, tokens `\[x\]` only|seeds trained so far"
     row = dict(re.findall(rf"^\| ({labels}) \| ([0-9.]+) \|", text, flags=re.M))
-    assert row["Lloyd"] == f"{rep['lloyd_log_objective']:.3f}"
-    assert row["learned, tokens `[x \\| y]`"] == f"{rep['learned_log_objective']:.3f}"
-    assert row["learned, tokens `[x]` only"] == f"{rep['d_only_log_objective']:.3f}"
+    ranges = {label: (lo, hi) for label, lo, hi in
+              re.findall(rf"^\| ({labels}) \| [0-9.]+ \| ([0-9.]+) – ([0-9.]+) \|", text, flags=re.M)}
+    for label, key in (("Lloyd", "lloyd"), ("learned, tokens `[x \\| y]`", "learned"),
+                       ("learned, tokens `[x]` only", "d_only")):
+        assert row[label] == f"{rep[key + '_log_objective']:.3f}", label
+        lo, hi = rep[key + "_log_objective_range"]
+        assert ranges[label] == (f"{lo:.3f}", f"{hi:.3f}"), label
     assert row["seeds trained so far"] == str(rep["n_seeds"])
