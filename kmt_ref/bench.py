@@ -12,11 +12,13 @@ import warnings
 import numpy as np
 from scipy.cluster.vq import kmeans2
 
+from .attention import attend
 from .classical import lloyd
+from .layer import BLOCK_NAMES, transformer_layer
 from .lloyd_transformer import lloyd_transformer
 from .tasks import gaussian_mixture
 
-__all__ = ["run_bench", "format_bench", "median_time", "peak_memory"]
+__all__ = ["run_bench", "format_bench", "median_time", "peak_memory", "layer_breakdown"]
 
 #: Targets of the foundation issue: transformer / lloyd and lloyd / kmeans2.
 TARGETS = {"transformer / lloyd": 2.0, "lloyd / kmeans2": 1.5}
@@ -41,6 +43,20 @@ def peak_memory(fn):
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def layer_breakdown(model, X, init, repeats):
+    """Median seconds of one layer and of each of its attention blocks.
+
+    The blocks are timed on the tokens they see in the first layer; the rest
+    of a layer (residual sums) is the difference.
+    """
+    P, Q = model.layout.embed(X, init)
+    P1 = transformer_layer(P, Q, model.blocks)[0]  # CAC and SAC read the new points
+    inputs = {"CAX": (P, Q), "SAX": (P, P), "CAC": (Q, P1), "SAC": (Q, Q)}
+    out = {b: median_time(lambda b=b: attend(*inputs[b], model.blocks[b]), repeats) for b in BLOCK_NAMES}
+    out["layer"] = median_time(lambda: transformer_layer(P, Q, model.blocks), repeats)
+    return out
 
 
 def run_bench(repeats=5, quick=False):
@@ -86,6 +102,7 @@ def run_bench(repeats=5, quick=False):
         "training_step": time_training_step(repeats=repeats, **step_size),
         "setting": {"n": n, "d": d, "k": k, "n_iter": n_iter, "repeats": repeats},
         "seconds": t,
+        "layer_seconds": layer_breakdown(model, X, init, repeats),
         "ratios": {
             "transformer / lloyd": t["transformer"] / t["lloyd"],
             "lloyd / kmeans2": t["lloyd"] / t["kmeans2"],
@@ -121,6 +138,13 @@ def format_bench(res):
         target = TARGETS[name]
         verdict = "within target" if ratio <= target else "ABOVE target"
         lines.append(f"{name:<22} {ratio:6.2f}x   (target <= {target}x: {verdict})")
+    ls = res["layer_seconds"]
+    blocks = " + ".join(f"{b} {1e3 * ls[b]:.1f}" for b in BLOCK_NAMES)
+    lines += [
+        "",
+        f"where a layer's time goes (ms): {1e3 * ls['layer']:.1f} = {blocks} + residual sums; "
+        f"one Lloyd iteration: {1e3 * t['lloyd'] / s['n_iter']:.1f}",
+    ]
     f = res["faithful_one_layer"]
     lines += [
         "",

@@ -30,6 +30,7 @@ def test_bench_quick_reports_ratios_and_memory_with_pinned_blas_threads(capfd):
     out = capfd.readouterr().out
     assert "BLAS threads: 1" in out
     assert "transformer / lloyd" in out and "lloyd / kmeans2" in out and "peak" in out
+    assert "where a layer's time goes (ms)" in out and "CAX" in out
 
 
 def test_bench_rejects_a_non_positive_thread_count():
