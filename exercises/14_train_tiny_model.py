@@ -55,8 +55,9 @@ def train_tiny_model(rng):
     ``model_from_params(params, gamma)``.
 
     The check runs the model for one layer on 64 held-out tasks and passes if
-    the mean k-means objective is LOWER than after one Lloyd step from the
-    same initial centers. Keep it to a few seconds.
+    the mean k-means objective is at least 1% LOWER than after one Lloyd step
+    from the same initial centers (the exact construction only ties). Keep it
+    to a few seconds.
 
     Parameters
     ----------

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse
 
 from ._validation import check_centers, check_data, check_k, check_n_steps
-from .geometry import nearest_center
+from .geometry import assigned_squared_distances, nearest_center
 from .trajectory import Trajectory
 
 __all__ = ["kmeans_objective", "kmeans_plusplus", "lloyd", "EMPTY_CLUSTER_POLICIES"]
@@ -41,10 +41,7 @@ def kmeans_objective(X, centers):
     """
     X = check_data(X)
     C = check_centers(centers, X.shape[1], name="centers")
-    labels, _ = nearest_center(X, C)
-    # Recompute the chosen distances directly: exact, and cheap (n x d).
-    diff = X - C[labels]
-    return float(np.sum(diff * diff))
+    return float(np.sum(assigned_squared_distances(X, C, nearest_center(X, C))))
 
 
 def kmeans_plusplus(X, k, rng):
@@ -134,7 +131,7 @@ def _lloyd(X, C, n_iter, empty_cluster):
     labels = np.empty((n_iter, n), dtype=np.intp)
     centers[0] = C
     for t in range(n_iter):
-        lab, _ = nearest_center(X, centers[t])
+        lab = nearest_center(X, centers[t])
         labels[t] = lab
         counts = np.bincount(lab, minlength=k)
         # (k, n) sparse membership matrix times X: the sum of each cluster's members.

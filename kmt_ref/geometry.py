@@ -8,7 +8,7 @@ algorithm are computed from identical numbers.
 import autograd.numpy as anp
 import numpy as np
 
-__all__ = ["squared_distances", "nearest_center", "CHUNK_ELEMENTS"]
+__all__ = ["squared_distances", "nearest_center", "assigned_squared_distances", "CHUNK_ELEMENTS"]
 
 #: Largest number of (query, key) pairs held in memory at once by the chunked
 #: routines (about 32 MB of float64).
@@ -51,8 +51,6 @@ def nearest_center(X, C):
     Returns
     -------
     labels : ndarray of int, shape (n,)
-    sq_dist : ndarray, shape (n,)
-        ``||x_i - c_{labels[i]}||^2``, computed directly (exact).
     """
     n, k = X.shape[0], C.shape[0]
     c2 = np.einsum("ij,ij->i", C, C)
@@ -63,5 +61,10 @@ def nearest_center(X, C):
         s *= -2.0
         s += c2
         labels[start : start + rows] = np.argmin(s, axis=1)
-    diff = X - C[labels]
-    return labels, np.einsum("ij,ij->i", diff, diff)
+    return labels
+
+
+def assigned_squared_distances(X, C, labels):
+    """``||x_i - c_{labels[i]}||^2`` for every point, computed directly (exact), shape (n,)."""
+    diff = X - C[labels]  # (n, d)
+    return np.einsum("ij,ij->i", diff, diff)

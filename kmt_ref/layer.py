@@ -220,7 +220,7 @@ class KMeansTransformer:
                 assignments[t] = layout.read(P, "y")
                 labels[t] = np.argmax(assignments[t], axis=1)
             else:
-                labels[t] = nearest_center(X, centers[t])[0]
+                labels[t] = nearest_center(X, centers[t])
         if not np.all(np.isfinite(centers)):
             raise ValueError(
                 f"{self.name}: non-finite centers appeared (first at layer "

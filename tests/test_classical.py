@@ -133,3 +133,16 @@ def test_kmeans_plusplus_with_duplicates_only_falls_back_to_uniform():
     X = np.ones((5, 2))
     C = kmeans_plusplus(X, 3, np.random.default_rng(0))
     np.testing.assert_array_equal(C, np.ones((3, 2)))
+
+
+def test_nearest_center_and_assigned_distances_match_scipy_cdist():
+    from scipy.spatial.distance import cdist
+
+    from kmt_ref.geometry import assigned_squared_distances, nearest_center
+
+    rng = np.random.default_rng(7)
+    X, C = rng.normal(size=(500, 3)) * 10, rng.normal(size=(6, 3)) * 10
+    D2 = cdist(X, C, "sqeuclidean")  # (n, k), an independent computation
+    labels = nearest_center(X, C)
+    assert np.array_equal(labels, np.argmin(D2, axis=1))
+    assert np.allclose(assigned_squared_distances(X, C, labels), D2.min(axis=1), rtol=1e-12)

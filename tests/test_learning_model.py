@@ -111,7 +111,7 @@ def test_attention_maps_of_the_construction_are_hard_assignments():
 
     X, init = sample_tasks(np.random.default_rng(5), 1, 30, 2, 3)
     maps = attention_maps(lloyd_transformer(2, 3), X[0], init[0])  # hardmax / identity / linear
-    labels, _ = nearest_center(X[0], init[0])
+    labels = nearest_center(X[0], init[0])
     assert np.array_equal(maps["CAX"], np.eye(3)[labels])
     assert np.array_equal(maps["SAX"], np.eye(30))
     # CAC: center j averages its members (linear attention on the ids)

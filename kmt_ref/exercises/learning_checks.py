@@ -84,9 +84,9 @@ def check_train_tiny_model(train_tiny_model):
     learned = np.mean([kmeans_objective(X, call(model.run, X, C, 1, on=on).centers[1]) for X, C in tasks])
     one_lloyd = np.mean([kmeans_objective(X, lloyd(X, C, 1).centers[1]) for X, C in tasks])
     ratio = learned / one_lloyd
-    expect(ratio < 1.0,
+    expect(ratio < 0.99,  # a clear margin: the exact construction ties with Lloyd up to rounding
            f"not better than one Lloyd step: mean objective after one layer {learned:.4f} vs after one "
-           f"Lloyd step {one_lloyd:.4f} (ratio {ratio:.3f}, need < 1) on 64 held-out tasks "
+           f"Lloyd step {one_lloyd:.4f} (ratio {ratio:.3f}, need < 0.99) on 64 held-out tasks "
            f"(n={n}, d={d}, k={k})\n  hint: start from the Theorem 2.1 weights at a moderate gamma and "
            "let Adam improve them; check that your loss decreases")
     return (f"objective ratio learned / one Lloyd step = {ratio:.3f} on 64 held-out tasks; "

@@ -38,7 +38,7 @@ def check_cax_weights(cax_weights):
     """Exercise 04: the CAX block writes the one-hot of the nearest center."""
     rng = np.random.default_rng(4)
     X, C, _ = gaussian_mixture(rng, n=12, d=2, k=3)
-    labels = nearest_center(X, C)[0]
+    labels = nearest_center(X, C)
     old_y = np.eye(3)[rng.integers(3, size=12)]  # what an earlier layer left behind
     for label, Y in (("first layer: y = 0", None), ("a later layer: y holds an old assignment", old_y)):
         on = f"  ({label}; d=2, k=3)\n" + inputs(X=X, C=C) + ("" if Y is None else "\n" + inputs(Y=Y))
@@ -87,7 +87,7 @@ def check_cac_block(cac_block):
     """Exercise 06: the CAC block averages the members of each cluster."""
     rng = np.random.default_rng(6)
     X, C, _ = gaussian_mixture(rng, n=15, d=2, k=3)
-    labels = nearest_center(X, C)[0]
+    labels = nearest_center(X, C)
     far = np.vstack([C, [[50.0, 50.0]]])  # a fourth center nobody joins
     for label, C_, lab in (("Lloyd assignment", C, labels), ("cluster 3 is empty", far, labels)):
         k = C_.shape[0]
@@ -109,7 +109,7 @@ def check_cac_block(cac_block):
 def _nearest_weight(X, C, gamma):
     """Softmax weight each point puts on its nearest center, shape (n,)."""
     W = softmax(-gamma * squared_distances(X, C), axis=1)
-    return W[np.arange(X.shape[0]), nearest_center(X, C)[0]]
+    return W[np.arange(X.shape[0]), nearest_center(X, C)]
 
 
 def check_smallest_gamma(smallest_gamma):

@@ -45,7 +45,7 @@ def check_dot_cax_weights(dot_cax_weights):
                      "it with the point's constant 1")
     got = attend(P, Q, Block(Wq, Wk, Wv, score="dot", normalizer="hardmax"))
     expected = np.zeros_like(P)
-    expected[:, layout.slices["y"]] = np.eye(k)[nearest_center(X, C)[0]]
+    expected[:, layout.slices["y"]] = np.eye(k)[nearest_center(X, C)]
     expect_close(got, expected, "dot-product CAX output with hardmax", on, atol=1e-12)
     return "dot-product CAX = Euclidean CAX (softmax at gamma = 1, 5 and hardmax)"
 

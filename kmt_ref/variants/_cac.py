@@ -82,7 +82,7 @@ def candidate_update(X, C, weights_of):
     new_C : ndarray, shape (k, d)
     labels : ndarray of int, shape (n,)
     """
-    labels, _ = nearest_center(X, C)
+    labels = nearest_center(X, C)
     D2 = squared_distances(X, C)  # (n, k); k is small, so this is O(n) memory
     new_C = np.empty_like(C)
     for j in range(C.shape[0]):

@@ -128,7 +128,7 @@ def kmedoids(X, init, n_iter):
     labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
     centers[0] = C
     for t in range(n_iter):
-        labels[t], _ = nearest_center(X, centers[t])
+        labels[t] = nearest_center(X, centers[t])
         centers[t + 1] = centers[t]
         for j in range(C.shape[0]):
             members = np.flatnonzero(labels[t] == j)
@@ -161,7 +161,7 @@ def medoid_law(X, centers, temperature):
     X = check_data(X)
     C = check_centers(centers, X.shape[1], name="centers")
     temperature = check_positive(temperature, "temperature")
-    labels, _ = nearest_center(X, C)
+    labels = nearest_center(X, C)
     logits = -squared_distances(C, X) / temperature  # (k, n)
     law = np.zeros_like(logits)
     for j in range(C.shape[0]):
@@ -202,7 +202,7 @@ def randomized_kmedoids(X, init, n_iter, temperature, rng):
     labels = np.empty((n_iter, n), dtype=np.intp)
     centers[0] = C
     for t in range(n_iter):
-        labels[t], _ = nearest_center(X, centers[t])
+        labels[t] = nearest_center(X, centers[t])
         noisy = -squared_distances(centers[t], X) / temperature + rng.gumbel(size=(k, n))
         for j in range(k):
             noisy[j, ~_candidates(labels[t], j)] = -np.inf

@@ -58,7 +58,7 @@ import numpy as np
 
 from .._validation import check_centers, check_data, check_fraction, check_k, check_n_steps, check_positive
 from ..classical import EMPTY_CLUSTER_POLICIES, _lloyd
-from ..geometry import nearest_center
+from ..geometry import assigned_squared_distances, nearest_center
 from ..trajectory import Trajectory
 from ._cac import cac_variant, candidate_update
 
@@ -119,7 +119,8 @@ def _trimmed_kmeans(X, C, n_iter, n_keep, empty_cluster):
     labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
     centers[0] = C
     for t in range(n_iter):
-        labels[t], r = nearest_center(X, centers[t])
+        labels[t] = nearest_center(X, centers[t])
+        r = assigned_squared_distances(X, centers[t], labels[t])
         kept = np.sort(np.argsort(r, kind="stable")[:n_keep])
         centers[t + 1] = _lloyd(X[kept], centers[t], 1, empty_cluster).centers[1]
     return Trajectory(centers=centers, labels=labels)
