@@ -224,8 +224,9 @@ EXPERIMENTS = {
 def git_revision():
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "kmt_ref"], capture_output=True,
-                               text=True, check=True).stdout.strip()
+        # Checkpoints of runs in progress change under kmt_ref/results; only code makes a result "dirty".
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "kmt_ref", ":(exclude)kmt_ref/results"],
+                               capture_output=True, text=True, check=True).stdout.strip()
         return out.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
