@@ -44,3 +44,6 @@ def test_readme_learning_table_matches_the_committed_report():
         lo, hi = rep[key + "_log_objective_range"]
         assert ranges[label] == (f"{lo:.3f}", f"{hi:.3f}"), label
     assert row["seeds trained so far"] == str(rep["n_seeds"])
+    # The README says: on every seed the learned [x | y] model ends below Lloyd and the [x]-only model above.
+    assert rep["learned_log_objective_range"][1] < rep["lloyd_log_objective_range"][0]
+    assert rep["d_only_log_objective_range"][0] > rep["lloyd_log_objective_range"][1]
