@@ -50,6 +50,19 @@ def layer_breakdown(model, X, init, repeats):
 
     The blocks are timed on the tokens they see in the first layer; the rest
     of a layer (residual sums) is the difference.
+
+    Parameters
+    ----------
+    model : KMeansTransformer
+    X : ndarray, shape (n, d)
+    init : ndarray, shape (k, d)
+    repeats : int
+        Runs per median (after one warm-up).
+
+    Returns
+    -------
+    dict
+        Seconds for each of ``BLOCK_NAMES`` and for the whole ``"layer"``.
     """
     P, Q = model.layout.embed(X, init)
     P1 = transformer_layer(P, Q, model.blocks)[0]  # CAC and SAC read the new points

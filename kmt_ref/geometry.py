@@ -65,6 +65,20 @@ def nearest_center(X, C):
 
 
 def assigned_squared_distances(X, C, labels):
-    """``||x_i - c_{labels[i]}||^2`` for every point, computed directly (exact), shape (n,)."""
+    """Squared distance of every point to its assigned center, ``||x_i - c_{labels[i]}||^2``.
+
+    Computed from the differences directly (no expansion, so no cancellation).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    C : ndarray, shape (k, d)
+    labels : ndarray of int, shape (n,)
+        Indices into the rows of ``C``, e.g. from :func:`nearest_center`.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+    """
     diff = X - C[labels]  # (n, d)
     return np.einsum("ij,ij->i", diff, diff)
