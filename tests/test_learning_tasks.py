@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from scipy import stats
 
 from kmt_ref.learning.tasks import FAMILIES, initial_centers, sample_tasks
 
@@ -22,6 +23,22 @@ def test_tasks_are_min_max_scaled_per_task_and_dimension(family, equal_weights, 
     np.testing.assert_allclose(X.max(axis=1), 1.0, atol=1e-12)
 
 
+@pytest.mark.parametrize(
+    "family, law",
+    [
+        ("normal", stats.norm(0.3, 0.1)),
+        ("cauchy", stats.cauchy(0.3, 0.1)),
+        ("gumbel", stats.gumbel_r(0.3, 0.1)),
+        ("laplace", stats.laplace(0.3, 0.1)),
+        # The exponential of N(0.3, 0.1^2), the authors' parameterization (not 0.3 + 0.1 exp(z)).
+        ("lognormal", stats.lognorm(s=0.1, scale=np.exp(0.3))),
+    ],
+)
+def test_each_family_draws_its_law_with_the_components_location_and_scale(family, law):
+    draws = FAMILIES[family](np.random.default_rng(0), np.full(20_000, 0.3), np.full(20_000, 0.1))
+    assert stats.kstest(draws, law.cdf).pvalue > 1e-3
+
+
 def test_first_init_is_the_first_k_points_and_kmeanspp_picks_points():
     rng = np.random.default_rng(1)
     X, init = sample_tasks(rng, 2, 30, 2, 4)
@@ -31,19 +48,34 @@ def test_first_init_is_the_first_k_points_and_kmeanspp_picks_points():
         assert all(np.any(np.all(X[t] == c, axis=1)) for c in pp[t])
 
 
-def test_unequal_weights_give_unbalanced_components():
-    # Tight, well separated components: the largest converged Lloyd cluster
-    # holds about n/k points with equal weights, clearly more with Dirichlet ones.
+def test_unequal_weights_are_uniform_draws_normalized():
+    # Two tight components in 1-D land at the two ends of [0, 1]: the share of
+    # points below 1/2 is one component's weight w. Under weights U(0, 1)^2
+    # normalized, E|w - 1/2| is about 0.19 (Monte Carlo below); a flat
+    # Dirichlet would give 0.25, equal weights about 0.
+    def mean_imbalance(equal):
+        X, _ = sample_tasks(np.random.default_rng(2), 400, 1000, 1, 2, scale=0.001, equal_weights=equal)
+        return np.mean(np.abs((X[:, :, 0] < 0.5).mean(axis=1) - 0.5))
+
+    u = np.random.default_rng(9).uniform(size=(10**6, 2))
+    expected = np.mean(np.abs(u[:, 0] / u.sum(axis=1) - 0.5))
+    assert mean_imbalance(True) < 0.02
+    assert abs(mean_imbalance(False) - expected) < 0.025
+
+
+def test_anisotropic_scales_differ_per_component_and_coordinate():
+    # Per-dimension min-max scaling cancels in the ratio of two components'
+    # spreads in one coordinate: 1 when isotropic, far from 1 otherwise.
     from kmt_ref.geometry import squared_distances
     from kmt_ref.learning.baseline import lloyd_batch
 
-    def largest_share(equal):
-        X, init = sample_tasks(np.random.default_rng(2), 20, 400, 2, 4, scale=0.02, equal_weights=equal)
-        C = lloyd_batch(X, init, 30)[-1]
-        labels = np.argmin(squared_distances(X, C), axis=-1)
-        return np.mean([np.bincount(lab, minlength=4).max() / 400 for lab in labels])
+    def spread_ratios(isotropic):
+        X, init = sample_tasks(np.random.default_rng(4), 1, 4000, 4, 2, scale=0.001, isotropic=isotropic)
+        labels = np.argmin(squared_distances(X, lloyd_batch(X, init, 30)[-1]), axis=-1)[0]
+        return X[0][labels == 0].std(axis=0) / X[0][labels == 1].std(axis=0)
 
-    assert largest_share(False) > largest_share(True) + 0.05
+    np.testing.assert_allclose(spread_ratios(True), 1.0, atol=0.1)
+    assert np.max(np.abs(np.log(spread_ratios(False)))) > np.log(2)
 
 
 @pytest.mark.parametrize(

@@ -1,21 +1,26 @@
-"""Batches of random clustering tasks for training and evaluation (DESIGN §6).
+"""Batches of random clustering tasks for training and evaluation.
 
 One task: ``k`` mixture means drawn from ``U[0, 1]^d``; ``n`` points, each from
-a component chosen with the mixture weights and displaced from its mean by
-``scale`` times a standard noise vector of the chosen *family*; every dimension
+a component chosen with the mixture weights and drawn from the chosen mixture
+*family* with that component's mean and ``scale``; every dimension
 min-max scaled to ``[0, 1]``; rows randomly permuted; initial centers = the
 first ``k`` points (or k-means++ seeding).
 
-The authors' task generator (``ctasks.py``) is not part of their public code,
-so the non-Gaussian families and the unequal/anisotropic options are this
-project's reading of its command-line options, stated here:
+The families and options follow the authors' public task sampler
+(``ctasks.py`` in their repository), each coordinate drawn independently from
+the family with its component's location ``loc`` and scale ``s``:
 
-* families: standard noise ``normal`` N(0, 1), ``cauchy`` (standard Cauchy),
-  ``gumbel`` (location 0, scale 1), ``laplace`` (location 0, scale 1),
-  ``lognormal`` (exp of N(0, 1), so skewed and positive);
-* ``equal_weights=False``: mixture weights from a flat Dirichlet(1, ..., 1);
-* ``isotropic=False``: every component gets its own per-dimension scales
-  ``scale * U[0.5, 1.5]``.
+* ``normal``: ``loc + s * z`` with ``z ~ N(0, 1)``;
+* ``cauchy``, ``gumbel``, ``laplace``: ``loc + s * t`` with ``t`` standard
+  Cauchy, standard Gumbel (of the maximum) or standard Laplace;
+* ``lognormal``: ``exp(loc + s * z)``, the exponential of a normal with mean
+  ``loc`` and standard deviation ``s`` (skewed and positive);
+* ``equal_weights=False``: mixture weights ``U(0, 1)^k`` normalized to sum 1;
+* ``isotropic=False``: scales ``scale * U(0, 1)``, independent per component
+  and per coordinate.
+
+Only the random streams differ from the authors' (NumPy here, PyTorch there):
+the laws are the same.
 """
 
 import numpy as np
@@ -26,20 +31,24 @@ from ..classical import kmeans_plusplus
 __all__ = ["FAMILIES", "INITS", "sample_tasks", "initial_centers"]
 
 
-def _noise(name):
-    def draw(rng, shape):
-        return getattr(rng, name)(size=shape)
+def _location_scale(noise):
+    def draw(rng, loc, s):
+        return loc + s * getattr(rng, noise)(size=loc.shape)
 
     return draw
 
 
-#: Noise families: ``family -> draw(rng, shape)`` of standard noise.
+def _lognormal(rng, loc, s):
+    return np.exp(loc + s * rng.standard_normal(size=loc.shape))
+
+
+#: Mixture families: ``family -> draw(rng, loc, s)``, one draw per entry of ``loc``.
 FAMILIES = {
-    "normal": _noise("standard_normal"),
-    "cauchy": _noise("standard_cauchy"),
-    "gumbel": _noise("gumbel"),
-    "laplace": _noise("laplace"),
-    "lognormal": _noise("lognormal"),
+    "normal": _location_scale("standard_normal"),
+    "cauchy": _location_scale("standard_cauchy"),
+    "gumbel": _location_scale("gumbel"),
+    "laplace": _location_scale("laplace"),
+    "lognormal": _lognormal,
 }
 
 #: Initial-center schemes.
@@ -89,10 +98,11 @@ def sample_tasks(
     scale : float
         Noise scale (standard deviation for ``normal``).
     equal_weights : bool
-        Components chosen uniformly (True) or with Dirichlet weights.
+        Components chosen uniformly (True) or with weights ``U(0, 1)^k``
+        normalized to sum 1.
     isotropic : bool
-        One scale for every dimension (True) or per-component, per-dimension
-        scales.
+        One scale for every component and dimension (True) or
+        ``scale * U(0, 1)`` per component and dimension.
     init : {"first", "kmeans++"}
         Initial centers: the first ``k`` (randomly permuted) points, or
         k-means++ seeding drawn from ``rng``.
@@ -117,16 +127,16 @@ def sample_tasks(
     if equal_weights:
         comp = rng.integers(k, size=(B, n))
     else:
-        weights = rng.dirichlet(np.ones(k), size=B)  # (B, k)
-        cdf = np.cumsum(weights, axis=1)
+        weights = rng.uniform(size=(B, k))
+        cdf = np.cumsum(weights, axis=1) / weights.sum(axis=1, keepdims=True)
         u = rng.uniform(size=(B, n))
         # Inverse-CDF sampling, vectorized over tasks; min() guards cdf[-1] < 1 by rounding.
         comp = np.minimum((u[:, :, None] >= cdf[:, None, :]).sum(axis=2), k - 1)
     scales = np.full((B, k, 1), scale)
     if not isotropic:
-        scales = scale * rng.uniform(0.5, 1.5, size=(B, k, d))
+        scales = scale * rng.uniform(size=(B, k, d))
     rows = np.arange(B)[:, None]
-    X = means[rows, comp] + scales[rows, comp] * FAMILIES[family](rng, (B, n, d))
+    X = FAMILIES[family](rng, means[rows, comp], np.broadcast_to(scales[rows, comp], (B, n, d)))
     lo, hi = X.min(axis=1, keepdims=True), X.max(axis=1, keepdims=True)
     X = (X - lo) / np.where(hi > lo, hi - lo, 1.0)
     X = X[rows, np.argsort(rng.uniform(size=(B, n)), axis=1)]  # permute points, per task
