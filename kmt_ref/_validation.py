@@ -17,6 +17,8 @@ __all__ = [
     "check_positive",
     "check_k",
     "check_fraction",
+    "check_int",
+    "check_bool",
 ]
 
 
@@ -143,3 +145,21 @@ def check_fraction(value, name, low=0.0, high=1.0):
     if not (low <= value < high):
         raise ValueError(f"{name} must be in [{low}, {high}); got {name}={value}")
     return value
+
+
+def check_int(value, name, low=None, high=None):
+    """Validate an integer (Python or NumPy, not bool) in ``[low, high]``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer; got {name}={_describe(value)}")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f">= {low}" if high is None else (f"<= {high}" if low is None else f"in [{low}, {high}]")
+        raise ValueError(f"{name} must be an integer {bounds}; got {name}={value}")
+    return value
+
+
+def check_bool(value, name):
+    """Validate a flag: Python or NumPy bool only (no strings, no numbers)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {name}={_describe(value)}")
+    return bool(value)

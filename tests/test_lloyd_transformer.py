@@ -121,11 +121,30 @@ def test_an_empty_cluster_moves_to_the_global_mean_as_lloyd_default(config):
     assert np.all(np.isfinite(traj.centers))
 
 
-def test_figure3_validated_layer_at_gamma_1e4_agrees_with_lloyd_to_1e_3_in_log_objective():
+def test_figure3_on_the_authors_draw_prints_the_papers_log_objectives():
+    # The paper's Figure 3 notebook prints these, two decimals, after 0..10 layers.
+    paper = [6.44, 5.78, 5.47, 4.96, 4.69, 4.61, 4.59, 4.59, 4.59, 4.59, 4.59]
     X, init = figure3_data()
+    got = lloyd_transformer(2, 5, gamma=1e4).run(X, init, 10)
+    np.testing.assert_array_equal(np.round(got.log_objectives(X), 2), paper)
+    # Lloyd's curve is on top of it in the figure; in numbers, within 1e-2 at every layer
+    # (6.6e-3 at layer 3, where the transformer is ahead) and 1e-6 after the last.
+    gap = np.abs(got.log_objectives(X) - lloyd(X, init, 10).log_objectives(X))
+    assert gap.max() <= 1e-2 and gap[-1] <= 1e-6
+
+
+def test_figure3_validated_layer_at_gamma_1e4_agrees_with_lloyd_to_1e_3_in_log_objective():
+    # 1e-3 is this project's tolerance, not the paper's; on this NumPy draw it holds.
+    X, init = figure3_data(seed=0)
     ref = lloyd(X, init, 10).log_objectives(X)
     got = lloyd_transformer(2, 5, gamma=1e4).run(X, init, 10).log_objectives(X)
     assert np.max(np.abs(got - ref)) <= 1e-3
+
+
+def test_figure3_data_refuses_a_bad_seed():
+    for seed in (-1, 0.5, "0", True):
+        with pytest.raises(ValueError, match="seed"):
+            figure3_data(seed)
 
 
 def test_faithful_layer_at_gamma_1e4_fails_on_dense_data_because_sax_cannot_separate_points():

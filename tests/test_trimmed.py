@@ -119,3 +119,44 @@ def test_trimmed_kmeans_rejects_a_trim_leaving_fewer_than_k_points():
 def test_bad_input_raises_value_error_naming_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_quantile_trimmed_kmeans_matches_a_hand_computed_iteration():
+    # One cluster of 1-D points 0, 1, 2, 3, 10 around center 3.2: squared distances
+    # 10.24, 4.84, 1.44, 0.04, 46.24; their 0.8-quantile (linear) is 10.24 + 0.2 * (46.24 - 10.24)
+    # = 17.44, so the members strictly below it are 0, 1, 2, 3 and the new center is 1.5.
+    from kmt_ref.variants.trimmed import quantile_trimmed_kmeans
+
+    X = np.array([[0.0], [1.0], [2.0], [3.0], [10.0]])
+    traj = quantile_trimmed_kmeans(X, [[3.2]], 1, quantile=0.8)
+    assert traj.centers[1, 0, 0] == pytest.approx(1.5)
+
+
+def test_quantile_trimmed_kmeans_trims_each_cluster_by_its_own_quantile():
+    from kmt_ref.variants.trimmed import quantile_trimmed_kmeans
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0.0, 0.1, (200, 2)), rng.normal(5.0, 1.0, (200, 2))])
+    init = np.array([[0.0, 0.0], [5.0, 5.0]])
+    traj = quantile_trimmed_kmeans(X, init, 1)
+    for j, members in enumerate((X[:200], X[200:])):
+        r = np.sum((members - init[j]) ** 2, axis=1)
+        keep = members[r < np.quantile(r, 0.95)]
+        assert keep.shape[0] == 190  # 5% of each cluster, not 5% overall
+        np.testing.assert_allclose(traj.centers[1, j], keep.mean(axis=0), rtol=0, atol=1e-14)
+
+
+def test_quantile_trimmed_kmeans_edge_rules():
+    from kmt_ref.variants.trimmed import quantile_trimmed_kmeans
+
+    # Cluster 0 (0, 1, 2 around 1; r = 1, 0, 1, 0.95-quantile 1) keeps only the point 1;
+    # the single member 9 of cluster 1 is kept; the empty cluster 2 takes the global mean 3.
+    X = np.array([[0.0], [1.0], [2.0], [9.0]])
+    traj = quantile_trimmed_kmeans(X, [[1.0], [9.0], [100.0]], 1)
+    np.testing.assert_allclose(traj.centers[1, :, 0], [1.0, 9.0, 3.0])
+    with pytest.raises(ValueError, match="quantile"):
+        quantile_trimmed_kmeans(X, [[1.0]], 1, quantile=0.0)
+    with pytest.raises(ValueError, match="quantile"):
+        quantile_trimmed_kmeans(X, [[1.0]], 1, quantile=1.0)
+    with pytest.raises(ValueError, match="empty"):
+        quantile_trimmed_kmeans(X, [[1.0], [9.0], [100.0]], 1, empty_cluster="raise")

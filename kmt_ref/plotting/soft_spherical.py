@@ -1,10 +1,7 @@
 """Figures for the soft and spherical k-means pages."""
 
-import matplotlib
-
-matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 __all__ = ["plot_distance_to_lloyd", "plot_spherical_clusters"]
 

@@ -1,10 +1,7 @@
 """Figures for the trimmed, robust and k-medoids pages."""
 
-import matplotlib
-
-matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 __all__ = ["plot_outlier_experiment", "plot_medoid_law"]
 

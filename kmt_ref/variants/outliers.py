@@ -16,7 +16,7 @@ from ..classical import lloyd
 from ..geometry import squared_distances
 from ..tasks import gaussian_mixture
 from .robust import robust_kmeans_transformer
-from .trimmed import trimmed_kmeans, trimmed_kmeans_transformer
+from .trimmed import quantile_trimmed_kmeans, trimmed_kmeans, trimmed_kmeans_transformer
 
 __all__ = ["contaminated_mixture", "center_error", "outlier_experiment"]
 
@@ -81,9 +81,11 @@ def center_error(centers, means):
 
 def outlier_experiment(rng, n=500, d=2, k=4, outlier_fraction=0.08, n_iter=20, t=10.0, a=0.01,
                        n_tasks=10):
-    """Center error of Lloyd, trimmed (1997), gap-trimmed and robust k-means.
+    """Center error of Lloyd, trimmed (1997), the authors' quantile trim, gap-trimmed and robust k-means.
 
-    The trimmed method trims ``alpha = outlier_fraction``; the gap-trimmed
+    The trimmed method trims ``alpha = outlier_fraction``; the authors'
+    baseline (:func:`quantile_trimmed_kmeans`) trims each cluster at its
+    0.95-quantile, whatever the contamination; the gap-trimmed
     and robust methods are run as transformers
     (:func:`trimmed_kmeans_transformer` with threshold ``t``,
     :func:`robust_kmeans_transformer` with ``a``).
@@ -114,6 +116,7 @@ def outlier_experiment(rng, n=500, d=2, k=4, outlier_fraction=0.08, n_iter=20, t
         "Lloyd": lambda X, init: lloyd(X, init, n_iter),
         f"trimmed (1997, alpha={outlier_fraction:g})": lambda X, init: trimmed_kmeans(X, init, n_iter,
                                                                                       outlier_fraction),
+        "quantile-trimmed (authors' baseline, q=0.95)": lambda X, init: quantile_trimmed_kmeans(X, init, n_iter),
         f"gap-trimmed transformer (t={t:g})": lambda X, init: gap_model.run(X, init, n_iter),
         f"robust transformer (a={a:g})": lambda X, init: robust_model.run(X, init, n_iter),
     }

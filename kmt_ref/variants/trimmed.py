@@ -1,11 +1,15 @@
 """Trimmed k-means, and the trimming rule that norm-max attention realizes.
 
-Two classical algorithms and one transformer:
+Three classical algorithms and one transformer:
 
 * :func:`trimmed_kmeans` -- Cuesta-Albertos, Gordaliza & Matrán (1997): at
   each iteration drop the ``floor(alpha n)`` points farthest from their
   nearest center and move each center to the mean of its kept points. The
   trim is global and its size is fixed.
+* :func:`quantile_trimmed_kmeans` -- the authors' trimmed baseline (their
+  code's ``trimmed_iters``): each cluster drops its members at or beyond the
+  0.95-quantile of their squared distances to its center and moves to the
+  mean of the rest. The trim is per cluster and its size is a fraction.
 * :func:`gap_trimmed_kmeans` -- the rule the transformer computes exactly
   (this project's construction; DESIGN §5 marks it [derive], the paper's
   formula is not available). Each center trims its own members: with
@@ -62,7 +66,8 @@ from ..geometry import assigned_squared_distances, nearest_center
 from ..trajectory import Trajectory
 from ._cac import cac_variant, candidate_update
 
-__all__ = ["trimmed_kmeans", "gap_trimmed_kmeans", "gap_keep", "trimmed_kmeans_transformer"]
+__all__ = ["trimmed_kmeans", "quantile_trimmed_kmeans", "gap_trimmed_kmeans", "gap_keep",
+           "trimmed_kmeans_transformer"]
 
 
 def _check_inputs(X, init, n_iter):
@@ -123,6 +128,66 @@ def _trimmed_kmeans(X, C, n_iter, n_keep, empty_cluster):
         r = assigned_squared_distances(X, centers[t], labels[t])
         kept = np.sort(np.argsort(r, kind="stable")[:n_keep])
         centers[t + 1] = _lloyd(X[kept], centers[t], 1, empty_cluster).centers[1]
+    return Trajectory(centers=centers, labels=labels)
+
+
+def quantile_trimmed_kmeans(X, init, n_iter, quantile=0.95, empty_cluster="global_mean"):
+    """Per-cluster quantile trimming, the authors' trimmed baseline, ``n_iter`` iterations.
+
+    Each iteration assigns every point to its nearest center (lowest index at
+    ties); for each non-empty cluster, the threshold is the ``quantile`` of its
+    members' squared distances (linear interpolation, ``numpy.quantile``'s
+    default) and the center moves to the mean of the members strictly below
+    it. Two edge rules are this project's: if no member is strictly below
+    (all members equidistant, e.g. a single member) all members are kept, and
+    an empty cluster follows ``empty_cluster``; the authors' code replaces
+    such a center by a random data point in both cases.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    init : array_like, shape (k, d)
+    n_iter : int
+        ``>= 0``.
+    quantile : float
+        In ``(0, 1)``; the authors use 0.95.
+    empty_cluster : {"global_mean", "keep", "raise"}
+        As in :func:`kmt_ref.lloyd`.
+
+    Returns
+    -------
+    Trajectory
+        ``centers`` (n_iter + 1, k, d); ``labels`` (n_iter, n), the nearest
+        center of every point (kept or not).
+    """
+    X, C, n_iter = _check_inputs(X, init, n_iter)
+    quantile = check_fraction(quantile, "quantile")
+    if quantile == 0.0:
+        raise ValueError(f"quantile must be in (0, 1); got quantile={quantile}")
+    if empty_cluster not in EMPTY_CLUSTER_POLICIES:
+        raise ValueError(
+            f"empty_cluster must be one of {EMPTY_CLUSTER_POLICIES}; got empty_cluster={empty_cluster!r}"
+        )
+    k = C.shape[0]
+    centers = np.empty((n_iter + 1,) + C.shape)
+    labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
+    centers[0] = C
+    for it in range(n_iter):
+        lab = labels[it] = nearest_center(X, centers[it])
+        r = assigned_squared_distances(X, centers[it], lab)
+        new = np.empty_like(C)
+        empty = np.bincount(lab, minlength=k) == 0
+        for j in np.flatnonzero(~empty):
+            members = np.flatnonzero(lab == j)
+            below = members[r[members] < np.quantile(r[members], quantile)]
+            new[j] = X[below if below.size else members].mean(axis=0)
+        if empty.any():
+            if empty_cluster == "raise":
+                raise ValueError(
+                    f"cluster {int(np.flatnonzero(empty)[0])} is empty at iteration {it} (empty_cluster='raise')"
+                )
+            new[empty] = X.mean(axis=0) if empty_cluster == "global_mean" else centers[it][empty]
+        centers[it + 1] = new
     return Trajectory(centers=centers, labels=labels)
 
 
