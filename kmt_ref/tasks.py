@@ -64,7 +64,9 @@ def gaussian_mixture(rng, n, d, k, scale=0.1):
     return X, X[:k].copy(), means
 
 
-_FIGURE3_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "figure3.npy")
+#: Data shipped with the package (its provenance: ``kmt_ref/data/README.md``).
+DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+_FIGURE3_FILE = os.path.join(DATA_DIR, "figure3.npy")
 
 
 def figure3_data(seed=None):

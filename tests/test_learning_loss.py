@@ -49,3 +49,19 @@ def test_batched_lloyd_equals_classical_lloyd_including_empty_clusters():
     traj = lloyd_batch(X, init, 5)
     for t in range(X.shape[0]):
         np.testing.assert_allclose(traj[:, t], lloyd(X[t], init[t], 5).centers, atol=1e-12)
+
+
+def test_lloyd_batch_random_point_rule_moves_an_empty_center_onto_a_data_point():
+    # Center 1 (at 100) gets no point: the authors' rule puts it on a data point of
+    # its task; the other center is the ordinary member mean.
+    X = np.array([[[0.0], [1.0], [2.0]], [[5.0], [6.0], [7.0]]])
+    init = np.array([[[1.0], [100.0]], [[6.0], [100.0]]])
+    out = lloyd_batch(X, init, 1, empty_cluster="random_point", rng=np.random.default_rng(0))
+    np.testing.assert_allclose(out[1, :, 0, 0], [1.0, 6.0])
+    for b in range(2):
+        assert out[1, b, 1, 0] in X[b, :, 0]
+    np.testing.assert_allclose(lloyd_batch(X, init, 1)[1, :, 1, 0], [1.0, 6.0])  # global mean
+    with pytest.raises(ValueError, match="rng"):
+        lloyd_batch(X, init, 1, empty_cluster="random_point")
+    with pytest.raises(ValueError, match="empty_cluster"):
+        lloyd_batch(X, init, 1, empty_cluster="keep")

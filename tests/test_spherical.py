@@ -199,3 +199,17 @@ def test_spherical_trajectory_has_exactly_n_iter_iterations():
     for T in (0, 1, 6):
         for t in (spherical_kmeans(X, init, T), spherical_kmeans_transformer(2, 3).run(X, init, T)):
             assert t.centers.shape == (T + 1, 3, 2) and t.labels.shape == (T, 40)
+
+
+@pytest.mark.parametrize("tiny_or_huge", [1e-200, 1e200])
+def test_rows_with_tiny_or_huge_entries_keep_their_direction(tiny_or_huge):
+    # [1e-200, 1e-200] squares to 0 in float64 and [1e200, 1e200] to inf: the
+    # direction must survive both, in the classical algorithm and the transformer.
+    X = np.array([[1.0, 0.5], [1.0, 0.0], [0.0, 1.0], [-1.0, 0.2]]) * np.array([[tiny_or_huge], [1], [1], [1]])
+    init = np.array([[1.0, 0.1], [0.1, 1.0]])
+    np.testing.assert_allclose(normalize_rows(X)[0], np.array([1.0, 0.5]) / np.sqrt(1.25), rtol=1e-15)
+    ref = spherical_kmeans(X, init, 3)
+    got = spherical_kmeans_transformer(2, 2).run(X, init * tiny_or_huge, 3)
+    assert np.all(np.isfinite(ref.centers)) and np.all(np.isfinite(got.centers))
+    np.testing.assert_allclose(got.centers[1:], ref.centers[1:], atol=1e-12)  # [0] is init as given
+    np.testing.assert_array_equal(got.labels, ref.labels)

@@ -244,11 +244,13 @@ def run_experiment(name, scale="quick", results_dir=RESULTS_DIR, train_missing=T
         raise ValueError(f"experiment must be one of {sorted(EXPERIMENTS)}; got name={name!r}")
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {sorted(SCALES)}; got scale={scale!r}")
+    # The revision of the code as it was imported, before a long run lets the checkout move on.
+    revision = git_revision()
     t0 = time.perf_counter()
     out = EXPERIMENTS[name](scale, results_dir, train_missing, progress, seeds)
     out = dict(
         experiment=name, scale=scale, command="python -m kmt_ref " + " ".join(sys.argv[1:]),
-        git_revision=git_revision(), wall_time=time.perf_counter() - t0, **out,
+        git_revision=revision, wall_time=time.perf_counter() - t0, **out,
     )
     path = os.path.join(results_dir, scale, f"{name}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -98,8 +98,23 @@ def _check_nonzero_rows(A, name):
         )
 
 
+def _rescale_extreme_rows(A):
+    """Rows whose squared entries would under- or overflow, divided by their largest ``|entry|``.
+
+    A positive factor changes no direction; ordinary rows are returned as
+    they are (bit for bit), so only rows like ``[1e-200, 1e-200]`` (whose
+    squared norm underflows to 0) or ``[1e200, 0]`` (overflows) change.
+    """
+    amax = np.max(np.abs(A), axis=-1, keepdims=True)
+    extreme = (amax > 0) & ((amax < 1e-150) | (amax > 1e150))
+    return np.where(extreme, A / np.where(extreme, amax, 1.0), A)
+
+
 def normalize_rows(A):
     """Rows scaled to unit length; a zero row stays zero (never NaN).
+
+    Rows with tiny or huge entries are rescaled first, so their squared
+    norm neither underflows nor overflows.
 
     Parameters
     ----------
@@ -109,6 +124,7 @@ def normalize_rows(A):
     -------
     ndarray, shape (m, d)
     """
+    A = _rescale_extreme_rows(np.asarray(A, dtype=float))
     norms = np.linalg.norm(A, axis=1, keepdims=True)
     return np.where(norms > 0, A / np.where(norms > 0, norms, 1.0), 0.0)
 
@@ -216,9 +232,13 @@ class _SphericalTransformer(KMeansTransformer):
     """A :class:`KMeansTransformer` that also refuses zero rows (no direction)."""
 
     def run(self, X, init, n_layers, rng=None, reembed=False):
-        _check_nonzero_rows(check_data(X), "X")
-        _check_nonzero_rows(check_centers(init, np.shape(X)[-1]), "init")
-        return super().run(X, init, n_layers, rng=rng, reembed=reembed)
+        X = check_data(X)
+        init = check_centers(init, X.shape[1])
+        _check_nonzero_rows(X, "X")
+        _check_nonzero_rows(init, "init")
+        # Directions are all that matter: keep the normalization's squares in range.
+        return super().run(_rescale_extreme_rows(X), _rescale_extreme_rows(init), n_layers, rng=rng,
+                           reembed=reembed)
 
     run.__doc__ = KMeansTransformer.run.__doc__
 
