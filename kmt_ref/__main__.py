@@ -1,22 +1,30 @@
 """Command line: ``python -m kmt_ref {verify,bench,reproduce,train}``."""
 
 import argparse
-import importlib
 import os
 import subprocess
 import sys
 
+from .learning.cli import EXPERIMENT_HELP
+
 #: BLAS thread variables pinned for ``bench`` (read when NumPy loads, hence a child process).
 _THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
-#: ``reproduce <experiment> [options]``: the module whose ``reproduce(argv)``
-#: runs the experiment (each experiment parses its own options), or
-#: ``"module:function"`` for another function with that signature.
+#: ``reproduce <experiment>``: one line each (each experiment parses its own options).
 EXPERIMENTS = {
-    "sweep": "kmt_ref.sweep",
-    **{name: f"kmt_ref.learning.cli:reproduce_{name}" for name in (
-        "learning", "ablation", "generalization", "kmeanspp", "families", "weights")},
+    "sweep": "the gamma x d x k x n x scale sweep of the certificate page (its own grid)",
+    **EXPERIMENT_HELP,
 }
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {value}")
+    return value
 
 
 def main(argv=None):
@@ -26,15 +34,18 @@ def main(argv=None):
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--quick", action="store_true", help="smaller Figure 3 data (seconds)")
     p = sub.add_parser("bench", help="speed ratios measured side by side")
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=_positive_int, default=5, help="timed repeats per measurement (default 5)")
     p.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
     p.add_argument(
-        "--threads", type=int, default=1,
+        "--threads", type=_positive_int, default=1,
         help="BLAS threads (default 1: kmeans2 is single-threaded, and an oversubscribed BLAS "
         "distorts ratios on a busy machine)",
     )
-    p = sub.add_parser("reproduce", help="re-run an experiment of the book and save its results")
-    p.add_argument("experiment", choices=sorted(EXPERIMENTS))
+    p = sub.add_parser(
+        "reproduce", help="re-run an experiment of the book (results go to ./kmt_ref_results), or --report it",
+        description="experiments:\n" + "\n".join(f"  {k:<15} {v}" for k, v in EXPERIMENTS.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("experiment", choices=list(EXPERIMENTS), help="one of the experiments listed above")
     p.add_argument("options", nargs=argparse.REMAINDER, help="experiment options (see: reproduce NAME -h)")
     p = sub.add_parser("train", help="train or resume one learning model, checkpointing as it goes")
     p.add_argument("options", nargs=argparse.REMAINDER, help="see: train -h")
@@ -53,8 +64,6 @@ def main(argv=None):
         print(to_json(results) if args.json else format_table(results))
         return 0 if all(r.ok for rows in results.values() for r in rows) else 1
     if args.command == "bench":
-        if args.threads < 1:
-            parser.error(f"--threads must be >= 1; got --threads={args.threads}")
         wanted = str(args.threads)
         if any(os.environ.get(v) != wanted for v in _THREAD_VARIABLES):
             env = dict(os.environ, **{v: wanted for v in _THREAD_VARIABLES})
@@ -66,8 +75,13 @@ def main(argv=None):
         print(format_bench(run_bench(repeats=args.repeats, quick=args.quick)))
         return 0
     if args.command == "reproduce":
-        module, _, function = EXPERIMENTS[args.experiment].partition(":")
-        return getattr(importlib.import_module(module), function or "reproduce")(args.options)
+        if args.experiment == "sweep":
+            from .sweep import reproduce
+
+            return reproduce(args.options)
+        from .learning.cli import reproduce
+
+        return reproduce(args.experiment, args.options)
     return 2
 
 

@@ -17,7 +17,8 @@ layers), each task records
   ``gamma * margin``.
 
 ``python -m kmt_ref reproduce sweep`` runs the default grid (about a minute)
-and writes ``kmt_ref/results/sweep/sweep.json``, which the book reads.
+and writes ``<output dir>/sweep/sweep.json`` (default ``./kmt_ref_results``);
+the book reads the committed ``kmt_ref/results/sweep/sweep.json``.
 """
 
 import argparse
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._results import check_output_dir, output_dir
 from ._validation import check_n_steps, check_positive
 from .certificate import _LloydGeometry, min_gamma, rule_of_thumb_gamma
 from .classical import lloyd
@@ -130,13 +132,17 @@ def reproduce(argv=()):
     parser = argparse.ArgumentParser(prog="python -m kmt_ref reproduce sweep",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny grid (seconds)")
-    parser.add_argument("--out", default=str(DEFAULT_PATH), help=f"JSON output (default {DEFAULT_PATH})")
+    parser.add_argument("--out", default=None,
+                        help="JSON output (default ./kmt_ref_results/sweep/sweep.json; never the committed file)")
     parser.add_argument("--figure", default=None, help="also save the heatmaps to this image file")
     args = parser.parse_args(list(argv))
+    try:
+        out = Path(check_output_dir(args.out or Path(output_dir()) / "sweep" / "sweep.json", "--out"))
+    except ValueError as err:
+        parser.error(str(err))
     start = time.perf_counter()
     result = run_sweep(**(QUICK_GRID if args.quick else GRID))
     result["seconds"] = round(time.perf_counter() - start, 1)
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
     size = f"{len(result['tasks'])} tasks x {len(result['grid']['gammas'])} gammas"

@@ -23,7 +23,7 @@ def test_reproduce_and_report_give_the_headline_numbers(tiny, capsys):
     assert main(["reproduce", "learning", "--quick", "--results-dir", tiny]) == 0
     assert main(["reproduce", "ablation", "--quick", "--results-dir", tiny]) == 0
     capsys.readouterr()
-    assert main(["reproduce", "learning", "--report", "--results-dir", tiny]) == 0
+    assert main(["reproduce", "learning", "--report", "--json", "--results-dir", tiny]) == 0
     rep = json.loads(capsys.readouterr().out)
     for key in ("lloyd_log_objective", "learned_log_objective", "d_only_log_objective"):
         assert np.isfinite(rep[key])
@@ -64,6 +64,6 @@ def test_report_without_results_raises(tmp_path):
 
 
 def test_seeds_option_restricts_the_experiment(tiny, capsys):
-    assert main(["reproduce", "weights", "--quick", "--seeds", "1", "--results-dir", tiny]) == 0
+    assert main(["reproduce", "weights", "--quick", "--seeds", "1", "--json", "--results-dir", tiny]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["seeds"] == [1] and out["n_seeds"] == 1

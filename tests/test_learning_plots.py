@@ -22,3 +22,17 @@ def test_attention_map_plot_has_one_row_per_model():
     maps = {"CAX": np.ones((4, 2)) / 2, "SAX": np.eye(4), "CAC": np.ones((2, 4)) / 4, "SAC": np.eye(2)}
     fig = plot_attention_maps({"a": maps, "b": maps}, order=np.array([3, 2, 1, 0]))
     assert isinstance(fig, Figure) and len(fig.axes) == 8
+
+
+def test_training_curves_plot_median_and_band_over_seeds():
+    from kmt_ref.plotting.learning import plot_training_curves
+
+    def history(offset):
+        return {"train_loss": np.linspace(10, 1, 100) + offset, "val_step": np.arange(0, 100, 10),
+                "val_ratio": np.linspace(3, 0.9, 10) + offset}
+
+    fig = plot_training_curves({"a": [history(0.0), history(0.5)], "b": [history(1.0)]}, window=10)
+    loss_ax, ratio_ax = fig.axes
+    medians = [line.get_ydata() for line in loss_ax.get_lines()]
+    np.testing.assert_allclose(medians[0], np.linspace(10, 1, 100).reshape(10, 10).mean(axis=1) + 0.25)
+    assert len(ratio_ax.get_lines()) == 3  # two medians and Lloyd's line

@@ -1,13 +1,18 @@
 """``python -m kmt_ref reproduce <learning experiment>`` and ``python -m kmt_ref train``.
 
-``reproduce NAME [--quick | --paper] [--report] [--no-train] [--seeds 0,1] [--results-dir DIR]``
+``reproduce NAME [--quick | --paper] [--report] [--json] [--no-train] [--seeds 0,1] [--results-dir DIR]``
 runs one experiment of :mod:`kmt_ref.learning.experiments` (training or
 resuming its models as needed) and writes ``DIR/<scale>/NAME.json``;
 ``--report`` prints the committed numbers instead.
 
-``train [--quick | --paper] [--tokens d+k|d] [--seed S] [--results-dir DIR]``
-trains or resumes one model. Ctrl-C or ``kill PID`` (SIGTERM) saves a
-checkpoint first; rerunning the same command continues from it.
+``train [--quick | --paper] [--tokens d+k|d] [--seed S] [--n N --d D --k K --tau T --steps S --lr LR]
+[--results-dir DIR]`` trains or resumes one model. Ctrl-C or ``kill PID``
+(SIGTERM) saves a checkpoint first; rerunning the same command continues from
+it.
+
+Both write only under ``DIR`` (default ``./kmt_ref_results/learning``, or
+``$KMT_REF_RESULTS/learning``); the committed results are read, never
+written.
 """
 
 import argparse
@@ -16,18 +21,58 @@ import os
 import signal
 import sys
 
+from .._results import check_output_dir
 from . import experiments
 
-__all__ = ["reproduce", "train_command"] + [f"reproduce_{name}" for name in experiments.EXPERIMENTS]
+__all__ = ["reproduce", "train_command"]
+
+#: One line per experiment, for ``reproduce --help``.
+EXPERIMENT_HELP = {
+    "learning": "the learned layer (tokens [x | y]) against Lloyd over 20 steps (paper Fig. 4a)",
+    "ablation": "the same with tokens [x] only (paper Fig. 4b)",
+    "generalization": "the layer trained at n = 512 applied to other n (paper Fig. 4d)",
+    "kmeanspp": "k-means++ initial centers (paper Fig. 4c)",
+    "families": "other mixture families and options (paper Table 1, Fig. 11)",
+    "weights": "learned weights next to the construction (paper Fig. 5)",
+}
 
 
-def _scale_options(parser):
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {value}")
+    return value
+
+
+def _positive(kind):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a positive {kind.__name__}; got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be positive; got {value}")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+def _seed_list(text):
+    return [_non_negative_int(t) for t in text.split(",")]
+
+
+def _scale_options(parser, results_help):
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--quick", dest="scale", action="store_const", const="quick",
-                       help="one seed, a few hundred steps (default; minutes)")
+                       help="one seed, a few hundred steps (the default; minutes)")
     group.add_argument("--paper", dest="scale", action="store_const", const="paper",
-                       help="the authors' protocol: 10,000 steps, seeds 0-9 (hours per model)")
-    parser.add_argument("--results-dir", default=experiments.RESULTS_DIR)
+                       help="the authors' protocol: 10,000 steps, seeds 0-9 (about an hour per model on one "
+                       "core; models missing from the committed results are TRAINED unless --no-train)")
+    parser.add_argument("--results-dir", default=None, help=results_help)
 
 
 def _interrupt(signum, frame):
@@ -41,62 +86,127 @@ def _catch_signals():
     signal.signal(signal.SIGINT, _interrupt)
 
 
+def _fmt(value):
+    return "diverged" if value is None else f"{value:.3f}"
+
+
+def report_text(name, result):
+    """A report as plain text: what was run, at which scale, and the numbers."""
+    lines = [f"{name}: {EXPERIMENT_HELP[name]}",
+             f"scale {result['scale']!r}, seeds {result.get('seeds')}, "
+             f"{'PARTIAL (some models unfinished)' if result.get('partial') else 'all models finished'}"]
+    if name == "learning":
+        lines.append("mean log k-means objective after 20 steps on held-out tasks (lower is better);")
+        lines.append("median over seeds, [min, max] over seeds, and the paper's value:")
+        for label, key in (("Lloyd", "lloyd"), ("learned, tokens [x | y]", "learned"),
+                           ("learned, tokens [x] only", "d_only")):
+            value = result.get(f"{key}_log_objective")
+            if value is None:
+                continue
+            # A report has the [min, max] range; a fresh run has the per-step summaries.
+            spread = result.get(f"{key}_log_objective_range") or [result[key]["min"][-1], result[key]["max"][-1]]
+            lines.append(f"  {label:<26}{value:8.3f}   [{spread[0]:.3f}, {spread[1]:.3f}]   paper "
+                         f"~{experiments.PAPER_LEARNING[key + '_log_objective']:.2f}")
+        if result["scale"] != "paper":
+            lines.append("(the quick scale trains for minutes, not hours: the learned layer is not expected "
+                         "to beat Lloyd there)")
+        if result.get("note"):
+            lines.append("note: " + result["note"])
+        return "\n".join(lines)
+    rows = {k: v for k, v in result.items() if isinstance(v, dict) and "learned_log_objective" in v}
+    if name == "ablation":
+        rows = {"tokens [x] only": dict(lloyd_log_objective=result["lloyd_log_objective"],
+                                        learned_log_objective=result["d_only_log_objective"])}
+    if rows:
+        lines.append("mean log k-means objective after 20 steps, median over seeds (lower is better):")
+        lines.append(f"  {'tasks':<28}{'Lloyd':>8}{'learned':>10}{'learned - Lloyd':>17}")
+        for setting, row in rows.items():
+            learned, lloyd = row["learned_log_objective"], row["lloyd_log_objective"]
+            gap = "" if learned is None else f"{learned - lloyd:+.3f}"
+            lines.append(f"  {setting:<28}{lloyd:8.3f}{_fmt(learned):>10}{gap:>17}")
+    if name == "weights":
+        lines.append("data-block diagonal mean of each learned matrix, per seed (construction in brackets):")
+        for key, entry in result["per_seed"][0].items():
+            values = ", ".join(f"{s[key]['diag_mean']:+.3f}" for s in result["per_seed"])
+            lines.append(f"  {key:<8} {values}   [{entry.get('construction_diag_mean', float('nan')):+.1f}]")
+    return "\n".join(lines)
+
+
 def reproduce(name, argv=()):
     """Run (or report) the learning experiment ``name``; returns an exit code."""
     parser = argparse.ArgumentParser(prog=f"python -m kmt_ref reproduce {name}",
-                                     description=experiments.EXPERIMENTS[name].__doc__)
-    _scale_options(parser)
-    parser.add_argument("--report", action="store_true", help="print the committed numbers as JSON")
+                                     description=EXPERIMENT_HELP[name])
+    _scale_options(parser, "where results are written (default ./kmt_ref_results/learning); with --report, "
+                   "where they are read from (default: the committed results)")
+    parser.add_argument("--report", action="store_true", help="print the committed numbers, run nothing")
+    parser.add_argument("--json", action="store_true", help="print JSON (for programs) instead of a table")
     parser.add_argument("--no-train", action="store_true",
                         help="evaluate the checkpoints as they are (possibly unfinished); train nothing")
-    parser.add_argument("--seeds", type=lambda t: [int(x) for x in t.split(",")], default=None,
+    parser.add_argument("--seeds", type=_seed_list, default=None,
                         help="comma-separated seeds (default: all of the scale's seeds)")
     args = parser.parse_args(list(argv))
     scale = args.scale or "quick"
     if args.report:
+        results_dir = args.results_dir or experiments.RESULTS_DIR
+        if args.scale is None and os.path.exists(os.path.join(results_dir, "paper", f"{name}.json")):
+            scale = "paper"  # a report shows the paper-scale results where there are some
         if name == "learning":
-            out = experiments.report(args.results_dir)
+            out = experiments.report(results_dir)
         else:
-            with open(os.path.join(args.results_dir, scale, f"{name}.json")) as f:
+            path = os.path.join(results_dir, scale, f"{name}.json")
+            if not os.path.exists(path):
+                parser.error(f"no {scale} results for {name} at {path}")
+            with open(path) as f:
                 out = json.load(f)
-        print(json.dumps(out, indent=1))
+        print(json.dumps(out, indent=1) if args.json else report_text(name, out))
         return 0
+    try:
+        results_dir = check_output_dir(args.results_dir or experiments.default_results_dir(), "--results-dir")
+    except ValueError as err:
+        parser.error(str(err))
     _catch_signals()
-    out = experiments.run_experiment(name, scale, args.results_dir, train_missing=not args.no_train,
-                                     seeds=args.seeds)
-    print(json.dumps(out, indent=1))
+    print(f"{name} ({scale} scale): writing to {results_dir}", file=sys.stderr)
+    out = experiments.run_experiment(name, scale, results_dir, train_missing=not args.no_train, seeds=args.seeds)
+    print(json.dumps(out, indent=1) if args.json else report_text(name, out))
+    print(f"-> {os.path.join(results_dir, scale, name + '.json')}", file=sys.stderr)
     return 0
-
-
-def _entry(name):
-    def run(argv=()):
-        return reproduce(name, argv)
-
-    run.__name__ = f"reproduce_{name}"
-    run.__doc__ = f"``python -m kmt_ref reproduce {name} [options]``."
-    return run
-
-
-for _name in experiments.EXPERIMENTS:
-    globals()[f"reproduce_{_name}"] = _entry(_name)
 
 
 def train_command(argv=()):
     """``python -m kmt_ref train ...``: train or resume one model; returns an exit code."""
-    parser = argparse.ArgumentParser(prog="python -m kmt_ref train", description=__doc__.split("\n")[0])
-    _scale_options(parser)
-    parser.add_argument("--tokens", choices=("d+k", "d"), default="d+k")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(
+        prog="python -m kmt_ref train",
+        description="Train or resume one learned layer, checkpointing every validation. Ctrl-C or "
+        "SIGTERM saves a checkpoint; the same command resumes it.")
+    _scale_options(parser, "where checkpoints are written (default ./kmt_ref_results/learning); a committed "
+                   "checkpoint that needs more steps is copied there first")
+    parser.add_argument("--tokens", choices=("d+k", "d"), default="d+k",
+                        help="token layout: [x | y] (d+k, the default) or [x] only (d)")
+    parser.add_argument("--seed", type=_non_negative_int, default=0, help="run seed (default 0)")
+    parser.add_argument("--n", type=_positive(int), help="points per task (paper: 512)")
+    parser.add_argument("--d", type=_positive(int), help="dimension (paper: 32)")
+    parser.add_argument("--k", type=_positive(int), help="clusters (paper: 10)")
+    parser.add_argument("--tau", type=_positive(float), help="loss temperature (paper: 0.1)")
+    parser.add_argument("--steps", type=_positive(int), help="training steps (paper: 10,000)")
+    parser.add_argument("--lr", type=_positive(float), help="initial Adam learning rate (paper: 0.01)")
     args = parser.parse_args(list(argv))
     scale = args.scale or "quick"
-    path = experiments.checkpoint_path(scale, args.tokens, args.seed, args.results_dir)
-    if os.path.exists(path):
-        print(f"resuming {path}", file=sys.stderr)
+    overrides = {key: getattr(args, flag) for key, flag in
+                 (("n", "n"), ("d", "d"), ("k", "k"), ("tau", "tau"), ("n_steps", "steps"), ("lr", "lr"))
+                 if getattr(args, flag) is not None}
+    try:
+        results_dir = check_output_dir(args.results_dir or experiments.default_results_dir(), "--results-dir")
+        experiments.run_config(scale, args.tokens, args.seed, **overrides)
+    except ValueError as err:
+        parser.error(str(err))
+    path = experiments.checkpoint_path(scale, args.tokens, args.seed, results_dir, **overrides)
+    print(f"checkpoint: {path}", file=sys.stderr)
     _catch_signals()
     try:
-        r = experiments.trained(scale, args.tokens, args.seed, args.results_dir)
+        r = experiments.trained(scale, args.tokens, args.seed, results_dir, **overrides)
     except KeyboardInterrupt:
-        print(f"\ninterrupted: progress saved in {path}; rerun the same command to resume", file=sys.stderr)
+        saved = "progress saved in" if os.path.exists(path) else "nothing saved yet for"
+        print(f"\ninterrupted: {saved} {path}; rerun the same command to resume", file=sys.stderr)
         return 130
     print(json.dumps(dict(checkpoint=path, step=r.step, finished=r.finished,
                           val_ratio=float(r.history["val_ratio"][-1]))))

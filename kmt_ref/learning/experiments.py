@@ -3,7 +3,9 @@
 Each experiment trains -- or loads, or resumes -- its models through
 :func:`trained`, evaluates them on held-out tasks, and returns a JSON-able dict
 of every number. ``python -m kmt_ref reproduce <experiment>`` calls them and
-writes ``kmt_ref/results/learning/<scale>/<experiment>.json``.
+writes ``<output dir>/learning/<scale>/<experiment>.json`` (see
+:mod:`kmt_ref._results`: the committed results under
+``kmt_ref/results/learning`` are read, never written).
 
 Scales: ``"paper"`` is the authors' protocol (10,000 steps, batch 32, 320
 held-out tasks, 20 evaluation steps, seeds 0-9, or as many as are trained);
@@ -12,19 +14,22 @@ enough to show the trend on a laptop in minutes.
 """
 
 import os
+import shutil
 import subprocess
 import sys
 import time
 
 import numpy as np
 
+from .._results import COMMITTED_DIR, check_output_dir, output_dir
 from ..layer import BLOCK_NAMES
 from ..lloyd_transformer import equation5_weights
 from .evaluate import evaluation_tasks, lloyd_curve, model_curve, summarize
 from .model import unflatten
 from .train import TrainConfig, load_result, train
 
-__all__ = ["SCALES", "EXPERIMENTS", "trained", "run_experiment", "checkpoint_path", "git_revision"]
+__all__ = ["SCALES", "EXPERIMENTS", "trained", "run_experiment", "checkpoint_path", "git_revision",
+           "default_results_dir"]
 
 #: Protocol of each scale (``"train"``: optional TrainConfig overrides, e.g. for tests).
 SCALES = {
@@ -34,37 +39,79 @@ SCALES = {
                   n_eval_steps=20, gen_n=(128, 256, 1024, 2048)),
 }
 
-#: Committed results, shipped inside the package (``kmt_ref/results/learning``).
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results", "learning")
+#: Committed results, shipped inside the package (``kmt_ref/results/learning``): read-only.
+RESULTS_DIR = os.path.join(COMMITTED_DIR, "learning")
+
+#: The paper's reported mean log objectives after 20 steps (its text and Fig. 4a, 4b).
+PAPER_LEARNING = dict(lloyd_log_objective=5.25, learned_log_objective=5.0, d_only_log_objective=5.35)
+
+#: Training options a run may change from its scale's protocol (``train --n ...``).
+OVERRIDABLE = ("n", "d", "k", "tau", "n_steps", "lr")
 
 
-def run_config(scale, tokens="d+k", seed=0):
-    """The :class:`TrainConfig` of one model of a scale."""
+def default_results_dir():
+    """Where learning commands write by default: ``<output dir>/learning``."""
+    return os.path.join(output_dir(), "learning")
+
+
+def run_config(scale, tokens="d+k", seed=0, **overrides):
+    """The :class:`TrainConfig` of one model of a scale, with ``overrides`` of :data:`OVERRIDABLE`."""
     s = SCALES[scale]
-    overrides = dict(s.get("train", {}), n_steps=s["n_steps"], val_tasks=s["val_tasks"])
-    return TrainConfig(tokens=tokens, seed=seed, **overrides)
+    unknown = sorted(set(overrides) - set(OVERRIDABLE))
+    if unknown:
+        raise ValueError(f"overrides must be among {OVERRIDABLE}; got {unknown}")
+    options = dict(s.get("train", {}), n_steps=s["n_steps"], val_tasks=s["val_tasks"])
+    options.update(overrides)
+    return TrainConfig(tokens=tokens, seed=seed, **options)
 
 
-def checkpoint_path(scale, tokens, seed, results_dir=RESULTS_DIR):
+def run_name(scale, **overrides):
+    """The folder of a scale's runs: ``"paper"``, or e.g. ``"paper-k6-tau0.25"`` with overrides."""
+    return "-".join([scale] + [f"{key}{value:g}" for key, value in sorted(overrides.items())])
+
+
+def checkpoint_path(scale, tokens, seed, results_dir=RESULTS_DIR, **overrides):
     name = {"d+k": "dk", "d": "d"}[tokens]
-    return os.path.join(results_dir, scale, f"{name}-seed{seed}.npz")
+    return os.path.join(results_dir, run_name(scale, **overrides), f"{name}-seed{seed}.npz")
 
 
-def trained(scale, tokens, seed, results_dir=RESULTS_DIR, train_missing=True, progress=True):
+def _loaded(path, config):
+    result = load_result(path)
+    if result.config != config:
+        raise ValueError(f"{path} holds config {result.config}, expected {config}; "
+                         "move it away or choose another --results-dir")
+    return result
+
+
+def trained(scale, tokens, seed, results_dir=None, train_missing=True, progress=True, **overrides):
     """The model of ``(scale, tokens, seed)``: loaded if finished, resumed if not, trained if absent.
 
-    With ``train_missing=False`` nothing is trained: an unfinished checkpoint
-    is returned as it is (``result.finished`` is False) and a missing one
-    gives ``None``.
+    A checkpoint is looked for in ``results_dir`` (default
+    :func:`default_results_dir`), then among the committed results. Training
+    only ever writes to ``results_dir``: a committed checkpoint that needs
+    more steps is copied there and resumed from the copy. With
+    ``train_missing=False`` nothing is trained: an unfinished checkpoint is
+    returned as it is (``result.finished`` is False) and a missing one gives
+    ``None``.
     """
-    config = run_config(scale, tokens, seed)
-    path = checkpoint_path(scale, tokens, seed, results_dir)
+    config = run_config(scale, tokens, seed, **overrides)
+    results_dir = check_output_dir(results_dir or default_results_dir())
+    path = checkpoint_path(scale, tokens, seed, results_dir, **overrides)
+    committed = checkpoint_path(scale, tokens, seed, RESULTS_DIR, **overrides)
+    result, found = None, None
     if os.path.exists(path):
-        result = load_result(path)
-        if result.config != config:
-            raise ValueError(f"{path} holds config {result.config}, expected {config}")
+        result, found = _loaded(path, config), path
+    elif os.path.exists(committed):
+        # A committed run of another protocol (e.g. a scale changed for a test) is not this run.
+        candidate = load_result(committed)
+        if candidate.config == config:
+            result, found = candidate, committed
+    if result is not None:
         if result.finished or not train_missing:
             return result
+        if found == committed:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            shutil.copyfile(committed, path)
         return train(config, path, resume=True, progress=progress)
     if not train_missing:
         return None
@@ -73,6 +120,7 @@ def trained(scale, tokens, seed, results_dir=RESULTS_DIR, train_missing=True, pr
 
 
 def _models(scale, tokens, results_dir, train_missing, progress, seeds=None):
+    # Finished or not, every model found is evaluated (``_status`` records how far each got).
     out = []
     for seed in SCALES[scale]["seeds"] if seeds is None else seeds:
         r = trained(scale, tokens, seed, results_dir, train_missing, progress)
@@ -111,7 +159,7 @@ def _status(models):
     )
 
 
-def learning(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True, seeds=None):
+def learning(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
     """Learned (d+k tokens) vs Lloyd over 20 steps, with and without re-embedding."""
     s = SCALES[scale]
     models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
@@ -127,7 +175,7 @@ def learning(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progres
     )
 
 
-def ablation(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True, seeds=None):
+def ablation(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
     """The d-only model (no id/assignment block) vs Lloyd."""
     s = SCALES[scale]
     models = _models(scale, "d", results_dir, train_missing, progress, seeds)
@@ -154,18 +202,18 @@ def _shift(scale, results_dir, train_missing, progress, seeds, variants):
     return out
 
 
-def generalization(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True, seeds=None):
+def generalization(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
     """The model trained at n = 512 applied to other numbers of points."""
     return _shift(scale, results_dir, train_missing, progress, seeds,
                   {f"n={n}": dict(n=n) for n in SCALES[scale]["gen_n"]})
 
 
-def kmeanspp(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True, seeds=None):
+def kmeanspp(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
     """k-means++ initial centers (never seen in training) for model and Lloyd."""
     return _shift(scale, results_dir, train_missing, progress, seeds, {"kmeans++": dict(init="kmeans++")})
 
 
-def families(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True, seeds=None):
+def families(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
     """Other mixture families and options (trained on isotropic equal-weight normal)."""
     variants = {f: dict(family=f) for f in ("normal", "cauchy", "gumbel", "laplace", "lognormal")}
     variants["normal, unequal weights"] = dict(equal_weights=False)
@@ -205,7 +253,7 @@ def weight_summary(theta, model_config):
     return out
 
 
-def weights(scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True, seeds=None):
+def weights(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
     """Learned weights (every seed) summarized next to the construction."""
     models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
     return dict(**_status(models), per_seed=[weight_summary(r.theta, r.config.model) for r in models])
@@ -232,11 +280,13 @@ def git_revision():
         return "unknown"
 
 
-def run_experiment(name, scale="quick", results_dir=RESULTS_DIR, train_missing=True, progress=True,
+def run_experiment(name, scale="quick", results_dir=None, train_missing=True, progress=True,
                    seeds=None):
     """Run one experiment and write ``<results_dir>/<scale>/<name>.json``; return the dict.
 
-    ``seeds`` restricts the experiment to some of the scale's seeds (default: all).
+    ``results_dir`` defaults to :func:`default_results_dir` and may not be the
+    committed results. ``seeds`` restricts the experiment to some of the
+    scale's seeds (default: all).
     """
     import json
 
@@ -244,6 +294,7 @@ def run_experiment(name, scale="quick", results_dir=RESULTS_DIR, train_missing=T
         raise ValueError(f"experiment must be one of {sorted(EXPERIMENTS)}; got name={name!r}")
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {sorted(SCALES)}; got scale={scale!r}")
+    results_dir = check_output_dir(results_dir or default_results_dir())
     # The revision of the code as it was imported, before a long run lets the checkout move on.
     revision = git_revision()
     t0 = time.perf_counter()
@@ -292,7 +343,7 @@ def report(results_dir=RESULTS_DIR, scales=("paper", "quick")):
                 n_seeds=lrn["n_seeds"], n_steps=lrn["n_steps"],
                 steps_done=lrn["steps_done"], d_only_steps_done=abl.get("steps_done"),
                 partial=bool(lrn["partial"] or abl.get("partial", False)),
-                paper=dict(lloyd_log_objective=5.25, learned_log_objective=5.0, d_only_log_objective=5.35),
+                paper=dict(PAPER_LEARNING),
                 git_revision=lrn["git_revision"],
             )
             notes = []

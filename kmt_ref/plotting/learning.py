@@ -7,11 +7,12 @@ from matplotlib.figure import Figure
 from ..layer import BLOCK_NAMES
 from ..learning.model import unflatten
 
-__all__ = ["plot_log_objective", "plot_training_history", "plot_weights", "plot_attention_maps"]
+__all__ = ["plot_log_objective", "plot_training_history", "plot_training_curves", "plot_weights",
+           "plot_attention_maps"]
 
 
-def _band(ax, summary, label, color):
-    x = np.arange(len(summary["median"]))
+def _band(ax, summary, label, color, x=None):
+    x = np.arange(len(summary["median"])) if x is None else x
     med = np.array([np.nan if v is None else v for v in summary["median"]], dtype=float)
     lo = np.array([np.nan if v is None else v for v in summary["min"]], dtype=float)
     hi = np.array([np.nan if v is None else v for v in summary["max"]], dtype=float)
@@ -78,6 +79,48 @@ def plot_training_history(histories, eval_every=None):
     ax.set_ylabel("validation objective / Lloyd")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_training_curves(histories, window=50):
+    """Training loss and validation ratio over seeds: median (line), min-max (band).
+
+    The paper's training figures (Figures 9 and 10) in the same form. The
+    per-step training loss is averaged over windows of ``window`` steps first.
+
+    Parameters
+    ----------
+    histories : dict
+        ``{label: [history, ...]}``, one training history per seed (the
+        ``history`` of :func:`kmt_ref.learning.train.load_result`), all of the
+        same length.
+    window : int
+        Steps per training-loss average.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from ..learning.evaluate import summarize
+
+    fig = Figure(figsize=(10, 3.6), layout="constrained")
+    loss_ax, ratio_ax = fig.subplots(1, 2)
+    colors = rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (label, runs) in enumerate(histories.items()):
+        color = colors[i % len(colors)]
+        n_windows = len(runs[0]["train_loss"]) // window
+        loss = [h["train_loss"][: n_windows * window].reshape(n_windows, window).mean(axis=1) for h in runs]
+        steps = (np.arange(n_windows) + 1) * window
+        _band(loss_ax, summarize(loss), f"{label} ({len(runs)} seeds)", color, x=steps)
+        _band(ratio_ax, summarize([h["val_ratio"] for h in runs]), label, color, x=runs[0]["val_step"])
+    ratio_ax.axhline(1.0, color="k", linestyle="--", linewidth=1, label="Lloyd (one step)")
+    for ax, name in ((loss_ax, f"training loss (mean over {window} steps)"),
+                     (ratio_ax, "validation objective / Lloyd")):
+        ax.set_yscale("log")
+        ax.set_xlabel("training step")
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     return fig
 
 

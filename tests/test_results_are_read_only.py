@@ -1,0 +1,53 @@
+"""No command writes to the committed results: they are inputs, and user runs go elsewhere."""
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+import kmt_ref
+from kmt_ref.__main__ import main
+
+PACKAGE = Path(kmt_ref.__file__).resolve().parent
+
+
+def _snapshot():
+    files = sorted(p for d in ("results", "data") for p in (PACKAGE / d).rglob("*") if p.is_file())
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+def test_writing_commands_leave_the_committed_results_unchanged(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KMT_REF_RESULTS", raising=False)
+    before = _snapshot()
+    assert main(["reproduce", "sweep", "--quick"]) == 0
+    assert main(["reproduce", "weights", "--quick"]) == 0  # reads the committed quick checkpoint
+    assert main(["train", "--quick", "--n", "20", "--d", "2", "--k", "2", "--steps", "2"]) == 0
+    assert main(["train", "--quick"]) == 0  # the committed quick model is finished: nothing to write
+    assert _snapshot() == before
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert "kmt_ref_results/sweep/sweep.json" in written
+    assert "kmt_ref_results/learning/quick/weights.json" in written
+    assert any(p.startswith("kmt_ref_results/learning/quick-") and p.endswith("dk-seed0.npz") for p in written)
+
+
+@pytest.mark.parametrize("argv", [
+    ["reproduce", "weights", "--quick", "--results-dir", str(PACKAGE / "results" / "learning")],
+    ["train", "--quick", "--results-dir", str(PACKAGE / "results" / "learning")],
+    ["reproduce", "sweep", "--quick", "--out", str(PACKAGE / "results" / "sweep" / "sweep.json")],
+])
+def test_writing_into_the_committed_results_is_refused(argv, capsys):
+    before = _snapshot()
+    with pytest.raises(SystemExit) as err:
+        main(argv)
+    assert err.value.code == 2
+    assert "committed results" in capsys.readouterr().err
+    assert _snapshot() == before
+
+
+def test_kmt_ref_results_variable_chooses_the_output_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("KMT_REF_RESULTS", str(tmp_path / "mine"))
+    from kmt_ref._results import output_dir
+
+    assert output_dir() == os.path.abspath(tmp_path / "mine")
