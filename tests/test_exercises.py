@@ -264,3 +264,26 @@ def test_every_chapter_is_a_book_page_title_and_that_page_links_its_exercises():
         assert chapter in pages, f"no book page is titled {chapter!r}"
         for ex in exercises:
             assert f"{ex.stem}.py" in pages[chapter], f"page {chapter!r} does not link {ex.stem}.py"
+
+
+def test_init_copies_a_workbook_that_the_checker_accepts(tmp_path, capsys):
+    from kmt_ref.exercises.__main__ import main
+
+    target = tmp_path / "wb"
+    assert main(["init", str(target)]) == 0
+    starters = sorted(p.name for p in target.glob("[0-9][0-9]_*.py"))
+    assert starters == sorted(f"{ex.stem}.py" for ex in EXERCISES)
+    assert (target / "README.md").is_file()
+    assert main(["check", "--dir", str(target / "solutions"), "01", "03"]) == 0
+    assert main(["check", "--dir", str(target), "01"]) == 1  # an untouched starter fails
+    assert main(["init", str(target)]) == 2  # never overwrites
+    assert "not empty" in capsys.readouterr().err
+
+
+def test_every_subpackage_is_listed_for_the_wheel():
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    root = Path(__file__).resolve().parent.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "kmt_ref").rglob("__init__.py")}
+    assert found | {"kmt_ref.exercises.workbook"} == listed

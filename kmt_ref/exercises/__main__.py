@@ -1,9 +1,10 @@
-"""``python -m kmt_ref.exercises {check,list}``: check the workbook, or list it."""
+"""``python -m kmt_ref.exercises {init,check,list}``: copy the workbook out, check it, or list it."""
 
 import argparse
 import sys
 
 from . import EXERCISES, format_results, run_checks
+from .runner import copy_workbook
 
 
 def main(argv=None):
@@ -14,8 +15,19 @@ def main(argv=None):
     p.add_argument("--dir", default="exercises",
                    help="the workbook directory (default: ./exercises, relative to the current directory)")
     sub.add_parser("list", help="list the exercises with their chapter and level")
+    p = sub.add_parser("init", help="copy the workbook (starters, README, solutions) into a new directory")
+    p.add_argument("dir", help="a new or empty directory, e.g. my-workbook")
     args = parser.parse_args(argv)
 
+    if args.command == "init":
+        try:
+            target = copy_workbook(args.dir)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"workbook copied to {target}; edit a file there, then run: "
+              f"python -m kmt_ref.exercises check --dir {target} 01")
+        return 0
     if args.command == "list":
         for ex in EXERCISES:
             print(f"{ex.stem:30s} {ex.level:8s} {ex.chapter}: {ex.summary}")

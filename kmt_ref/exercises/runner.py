@@ -6,6 +6,7 @@ module name, so an edit is picked up on the next run and nothing is cached.
 """
 
 import importlib.util
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -13,7 +14,8 @@ from pathlib import Path
 
 from ._feedback import CheckFailedError
 
-__all__ = ["Exercise", "CheckResult", "find_workbook", "load_function", "run_check", "format_results"]
+__all__ = ["Exercise", "CheckResult", "find_workbook", "packaged_workbook", "copy_workbook", "load_function",
+           "run_check", "format_results"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,39 @@ def find_workbook(directory):
             f"dir={str(path)!r} holds no exercise files (NN_name.py); pass --dir path/to/exercises"
         )
     return path
+
+
+def packaged_workbook():
+    """The workbook that came with the package: the wheel's copy, or the checkout's ``exercises/``."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "workbook", here.parent.parent / "exercises"):
+        if candidate.is_dir() and any(candidate.glob("[0-9][0-9]_*.py")):
+            return candidate
+    raise ValueError("the workbook is not installed with this copy of kmt_ref")
+
+
+def copy_workbook(target):
+    """Copy the starter files, the README and the solutions into the new directory ``target``.
+
+    Returns
+    -------
+    Path
+        ``target``.
+
+    Raises
+    ------
+    ValueError
+        If ``target`` exists and is not an empty directory (nothing is overwritten).
+    """
+    target = Path(target).expanduser()
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ValueError(f"dir={str(target)!r} exists and is not empty: choose a new directory")
+    source = packaged_workbook()
+    (target / "solutions").mkdir(parents=True, exist_ok=True)
+    for pattern in ("[0-9][0-9]_*.py", "README.md", "solutions/[0-9][0-9]_*.py"):
+        for path in sorted(source.glob(pattern)):
+            shutil.copyfile(path, target / path.relative_to(source))
+    return target
 
 
 def load_function(path, name):
