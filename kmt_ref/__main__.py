@@ -58,10 +58,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     if args.command == "verify":
-        from .verify import format_table, run_verification, to_json
+        from .verify import LEGEND, format_section, run_verification, summary_line, to_json
 
-        results = run_verification(quick=args.quick)
-        print(to_json(results) if args.json else format_table(results))
+        if args.json:
+            results = run_verification(quick=args.quick)
+            print(to_json(results))
+        else:
+            print(LEGEND, flush=True)
+            results = run_verification(
+                quick=args.quick, on_section=lambda title, rows: print("\n" + format_section(title, rows), flush=True))
+            print("\n" + summary_line(results))
         return 0 if all(r.ok for rows in results.values() for r in rows) else 1
     if args.command == "bench":
         wanted = str(args.threads)

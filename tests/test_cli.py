@@ -13,7 +13,7 @@ def test_verify_quick_exits_zero_and_every_claim_that_should_hold_holds(capsys):
     results = json.loads(capsys.readouterr().out)
     rows = [r for section in results.values() for r in section]
     assert rows and all(r["ok"] for r in rows)
-    exact = [r for r in rows if r["gamma"] == float("inf")]
+    exact = [r for r in rows if r["parameter"] == "gamma" and r["value"] == float("inf")]
     assert exact and all(r["holds"] for r in exact)
 
 
@@ -22,7 +22,10 @@ def test_a_failing_claim_is_reported_as_failing():
     assert not bad.ok
     assert "FAILS" in format_table({"section": [bad]})
     shown = Row("x", "data", 1e4, "claim", 1.0, 1.0, holds=False, expect=False)
-    assert shown.ok and "fails (expected)" in format_table({"section": [shown]})
+    assert shown.ok and "fails, as documented" in format_table({"section": [shown]})
+    measured = Row("x", "data", 2.0, "gap <= 1", 1.0, 3.0, holds=False, expect=None, parameter="beta")
+    text = format_table({"section": [measured]})
+    assert measured.ok and "outside" in text and "beta=2" in text and "every claim holds" in text
 
 
 def test_bench_quick_reports_ratios_and_memory_with_pinned_blas_threads(capfd):
