@@ -51,3 +51,11 @@ def test_kmt_ref_results_variable_chooses_the_output_directory(tmp_path, monkeyp
     from kmt_ref._results import output_dir
 
     assert output_dir() == os.path.abspath(tmp_path / "mine")
+
+
+def test_committed_results_name_no_machine_paths():
+    import re
+
+    for path in (PACKAGE / "results").rglob("*"):
+        if path.suffix in (".json", ".log"):
+            assert not re.search(r"(?<![\w.])/(work|tmp|home|root|Users)/", path.read_text()), path

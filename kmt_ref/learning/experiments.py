@@ -112,11 +112,19 @@ def trained(scale, tokens, seed, results_dir=None, train_missing=True, progress=
         if found == committed:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             shutil.copyfile(committed, path)
+        _announce(progress, f"resuming {tokens} seed {seed} at step {result.step} of {config.n_steps}", path)
         return train(config, path, resume=True, progress=progress)
     if not train_missing:
         return None
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    _announce(progress, f"training {tokens} seed {seed}: {config.n_steps} steps", path)
     return train(config, path, progress=progress)
+
+
+def _announce(progress, what, path):
+    if progress:
+        print(f"{what} (at the paper's scale about an hour per model on one core; Ctrl-C saves and stops) "
+              f"-> {path}", file=sys.stderr, flush=True)
 
 
 def _models(scale, tokens, results_dir, train_missing, progress, seeds=None):
@@ -135,10 +143,14 @@ def _finite(values):
     return [None if not np.isfinite(v) else float(v) for v in values]
 
 
-def _curves(models, n_steps, n_tasks, reembed=True, **task_options):
+def _curves(models, n_steps, n_tasks, reembed=True, progress=True, **task_options):
     """Per-seed model and Lloyd curves on each seed's held-out tasks."""
     model_c, lloyd_c, finite = [], [], []
-    for r in models:
+    what = ", ".join(f"{k}={v}" for k, v in task_options.items()) or "training distribution"
+    for i, r in enumerate(models):
+        if progress:
+            print(f"  evaluating seed {r.config.seed} ({i + 1}/{len(models)}): {n_tasks} tasks ({what}), "
+                  f"{n_steps} steps{'' if reembed else ', no re-embedding'}", file=sys.stderr, flush=True)
         X, init = evaluation_tasks(r.config, n_tasks, **task_options)
         c, f = model_curve(r.theta, r.config.model, X, init, n_steps, reembed=reembed)
         model_c.append(c), finite.append(f)
@@ -163,8 +175,8 @@ def learning(scale="quick", results_dir=None, train_missing=True, progress=True,
     """Learned (d+k tokens) vs Lloyd over 20 steps, with and without re-embedding."""
     s = SCALES[scale]
     models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
-    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"])
-    m_raw, _, finite_raw = _curves(models, s["n_eval_steps"], s["eval_tasks"], reembed=False)
+    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress)
+    m_raw, _, finite_raw = _curves(models, s["n_eval_steps"], s["eval_tasks"], reembed=False, progress=progress)
     return dict(
         **_status(models),
         lloyd=_summary(ll), learned=_summary(m), learned_no_reembed=_summary(m_raw),
@@ -179,7 +191,7 @@ def ablation(scale="quick", results_dir=None, train_missing=True, progress=True,
     """The d-only model (no id/assignment block) vs Lloyd."""
     s = SCALES[scale]
     models = _models(scale, "d", results_dir, train_missing, progress, seeds)
-    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"])
+    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress)
     return dict(
         **_status(models), lloyd=_summary(ll), d_only=_summary(m),
         lloyd_log_objective=float(np.median(ll[:, -1])),
@@ -193,7 +205,7 @@ def _shift(scale, results_dir, train_missing, progress, seeds, variants):
     models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
     out = _status(models)
     for name, options in variants.items():
-        m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], **options)
+        m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, **options)
         out[name] = dict(
             options=options, lloyd=_summary(ll), learned=_summary(m),
             lloyd_log_objective=float(np.median(ll[:, -1])),
@@ -280,6 +292,12 @@ def git_revision():
         return "unknown"
 
 
+def reproduce_command(name, scale, train_missing=True, seeds=None):
+    """The command that recomputes a result (no machine-specific paths: output goes where the user runs it)."""
+    return " ".join(["python -m kmt_ref reproduce", name, f"--{scale}"] + ([] if train_missing else ["--no-train"])
+                    + ([] if seeds is None else ["--seeds", ",".join(str(s) for s in seeds)]))
+
+
 def run_experiment(name, scale="quick", results_dir=None, train_missing=True, progress=True,
                    seeds=None):
     """Run one experiment and write ``<results_dir>/<scale>/<name>.json``; return the dict.
@@ -300,7 +318,7 @@ def run_experiment(name, scale="quick", results_dir=None, train_missing=True, pr
     t0 = time.perf_counter()
     out = EXPERIMENTS[name](scale, results_dir, train_missing, progress, seeds)
     out = dict(
-        experiment=name, scale=scale, command="python -m kmt_ref " + " ".join(sys.argv[1:]),
+        experiment=name, scale=scale, command=reproduce_command(name, scale, train_missing, seeds),
         git_revision=revision, wall_time=time.perf_counter() - t0, **out,
     )
     path = os.path.join(results_dir, scale, f"{name}.json")
