@@ -10,6 +10,10 @@ import numbers
 
 import numpy as np
 
+#: Largest magnitude accepted in a data or center array: squared distances of
+#: such values (up to ``D * (2 * 1e150)^2``) stay finite in float64.
+MAX_ABS = 1e150
+
 __all__ = [
     "check_data",
     "check_centers",
@@ -56,6 +60,13 @@ def _as_float_matrix(name, value):
             f"{name} must be finite; got {name}[{bad[0]}, {bad[1]}]="
             f"{out[bad[0], bad[1]]}"
         )
+    big = np.abs(out) > MAX_ABS
+    if big.any():
+        bad = np.argwhere(big)[0]
+        raise ValueError(
+            f"{name} must have every |entry| <= {MAX_ABS:g} (its squared distances must be finite in "
+            f"float64); got {name}[{bad[0]}, {bad[1]}]={out[bad[0], bad[1]]:g}: rescale the data"
+        )
     return out
 
 
@@ -72,8 +83,22 @@ def check_data(X):
     -------
     ndarray, shape (n, d)
         A float64 copy of ``X``.
+
+    Raises
+    ------
+    ValueError
+        Also when an entry exceeds :data:`MAX_ABS` in magnitude, or when the
+        points differ by less than ``1e-150`` in every coordinate without
+        being identical (squared distances would underflow to 0).
     """
-    return _as_float_matrix("X", X)
+    X = _as_float_matrix("X", X)
+    spread = float(np.max(np.ptp(X, axis=0)))
+    if 0.0 < spread < 1e-150:
+        raise ValueError(
+            f"X must spread more than 1e-150 in some coordinate (its squared distances underflow to 0 "
+            f"otherwise); got a largest spread of {spread:g}: rescale the data"
+        )
+    return X
 
 
 def check_centers(init, d, name="init", k=None):

@@ -57,6 +57,7 @@ __all__ = [
     "attend",
     "softmax",
     "hardmax",
+    "hardmax_average",
     "linear_normalize",
     "euclidean_scores",
     "dot_scores",
@@ -182,6 +183,19 @@ def hardmax(scores):
     return mask / mask.sum(axis=-1, keepdims=True)
 
 
+def hardmax_average(scores, values):
+    """``hardmax(scores) @ values``, as the sum of the arg-max rows divided by their count.
+
+    The same numbers as the weights times the values in exact arithmetic; in
+    float64 the mean of m equal rows is then exactly that row (m copies of
+    ``1/m`` need not sum to 1: seven duplicates would leave an assignment one
+    ulp off one-hot, and the next hardmax, comparing exactly, would drop it).
+    """
+    scores = np.asarray(scores)
+    mask = (scores == scores.max(axis=-1, keepdims=True)).astype(float)
+    return np.matmul(mask, values) / mask.sum(axis=-1, keepdims=True)
+
+
 def linear_normalize(scores):
     """Divide non-negative scores by their row sum; an all-zero row is uniform.
 
@@ -211,17 +225,22 @@ class Normalizer:
         are invariant to a positive scale (hardmax) ignore ``gamma``.
     needs_rng : bool
         Whether ``fn`` draws random numbers (it then receives ``rng=``).
+    average : callable, optional
+        ``average(scores, values)``, the same as ``fn(scores) @ values``
+        computed more exactly (see :func:`hardmax_average`); :func:`attend`
+        uses it when given.
     """
 
     fn: Callable | None
     uses_gamma: bool = True
     needs_rng: bool = False
+    average: Callable | None = None
 
 
 #: Registry of normalizers by name. Variants add theirs here.
 NORMALIZERS = {
     "softmax": Normalizer(softmax),
-    "hardmax": Normalizer(hardmax, uses_gamma=False),
+    "hardmax": Normalizer(hardmax, uses_gamma=False, average=hardmax_average),
     "linear": Normalizer(linear_normalize, uses_gamma=False),
     "identity": Normalizer(None, uses_gamma=False),
     "sparsemax": Normalizer(sparsemax),
@@ -387,6 +406,9 @@ def attend(Zq, Zk, block, rng=None):
         s = score_fn(queries[..., start : start + chunk, :], keys)  # (..., chunk, r)
         if norm.uses_gamma:
             s = block.gamma * s
+        if norm.average is not None:
+            outputs.append(norm.average(s, values))
+            continue
         weights = norm.fn(s, **extra)
         outputs.append(anp.matmul(weights, values))
     out = outputs[0] if len(outputs) == 1 else anp.concatenate(outputs, axis=-2)

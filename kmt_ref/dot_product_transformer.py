@@ -234,6 +234,7 @@ def dot_product_lloyd_transformer(d, k, gamma=np.inf, config="validated"):
         blocks,
         ffn=norm_writing_ffn(layout),
         name=f"Theorem 2.2 ({config}, gamma={gamma:g})",
+        translation_invariant=True,  # each softmax is a Euclidean one (module docstring)
     )
 
 

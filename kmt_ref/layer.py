@@ -17,7 +17,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ._validation import check_centers, check_data, check_k, check_n_steps
+from ._validation import check_bool, check_centers, check_data, check_k, check_n_steps
 from .attention import NORMALIZERS, attend
 from .geometry import nearest_center
 from .tokens import TokenLayout
@@ -84,6 +84,17 @@ class KMeansTransformer:
         embedded tokens before the first layer and at the end of every layer.
         If it has a ``weights`` mapping, it is exposed as
         ``model.weights["NORM"]``. ``None`` (default): no normalization.
+    translation_invariant : bool
+        Every score of the model is unchanged (up to a constant per query)
+        when points and centers move by the same vector, so its centers move
+        with them. :meth:`run` then measures the data from a reference point
+        (the coordinate-wise lower median of ``X``, a data value) and moves
+        the centers back: nothing changes in exact arithmetic, and float64
+        rounding stays at the scale of the data's spread instead of its
+        distance from the origin. True for the hand-built constructions
+        whose centers are means; False (default) for anything else
+        (spherical k-means measures directions from the origin, a learned
+        layer has no such guarantee, k-medoids returns data points exactly).
 
     Attributes
     ----------
@@ -91,7 +102,8 @@ class KMeansTransformer:
         ``weights[block]["Wq" | "Wk" | "Wv"]``, read-only views of the matrices.
     """
 
-    def __init__(self, layout, blocks, ffn=None, name="k-means transformer", norm=None):
+    def __init__(self, layout, blocks, ffn=None, name="k-means transformer", norm=None,
+                 translation_invariant=False):
         if not isinstance(layout, TokenLayout):
             raise ValueError(f"layout must be a TokenLayout; got layout={layout!r}")
         missing = [b for b in BLOCK_NAMES if b not in blocks]
@@ -111,6 +123,7 @@ class KMeansTransformer:
         self.ffn = ffn
         self.name = name
         self.norm = norm
+        self.translation_invariant = check_bool(translation_invariant, "translation_invariant")
 
     @property
     def d(self):
@@ -192,7 +205,15 @@ class KMeansTransformer:
         n_layers = check_n_steps(n_layers, "n_layers")
         if self.needs_rng and not isinstance(rng, np.random.Generator):
             raise ValueError(f"this model is random: pass rng=numpy.random.Generator; got rng={rng!r}")
-        return self._run(X, C, n_layers, rng, reembed)
+        reembed = check_bool(reembed, "reembed")
+        if not self.translation_invariant:
+            return self._run(X, C, n_layers, rng, reembed)
+        # The lower median is a data value: integer data stay integers, exact ties stay exact.
+        origin = np.sort(X, axis=0)[(X.shape[0] - 1) // 2]
+        moved = self._run(X - origin, C - origin, n_layers, rng, reembed)
+        centers = moved.centers + origin
+        centers[0] = C
+        return Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
 
     def _embed(self, X, C):
         """Token matrices, normalized by ``norm`` when the model has one."""
@@ -225,6 +246,12 @@ class KMeansTransformer:
             raise ValueError(
                 f"{self.name}: non-finite centers appeared (first at layer "
                 f"{int(np.argmax(~np.isfinite(centers).all(axis=(1, 2))))}); "
+                "the scores overflowed - lower gamma or rescale X"
+            )
+        if has_y and not np.all(np.isfinite(assignments)):
+            raise ValueError(
+                f"{self.name}: non-finite assignments appeared (first at layer "
+                f"{int(np.argmax(~np.isfinite(assignments).all(axis=(1, 2))))}); "
                 "the scores overflowed - lower gamma or rescale X"
             )
         return Trajectory(centers=centers, labels=labels, assignments=assignments)

@@ -147,5 +147,5 @@ def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
     layout = TokenLayout(d, k, ("x", "y"))
     blocks = assemble_blocks(equation5_weights(layout), CONFIGS[config], gamma)
     return KMeansTransformer(
-        layout, blocks, name=f"Theorem 2.1 ({config}, gamma={gamma:g})"
+        layout, blocks, name=f"Theorem 2.1 ({config}, gamma={gamma:g})", translation_invariant=True
     )

@@ -60,7 +60,8 @@ def cac_variant(d, k, normalizer, separation, distance_weight, name, gamma=1.0, 
     blocks = dict(base.blocks)
     blocks["CAC"] = Block(Wq, Wk, Wv5, score="euclidean", normalizer=normalizer, gamma=gamma,
                           params=dict(params or {}))
-    return KMeansTransformer(layout, blocks, name=name)
+    # Scores are distances and ids; the centers are (weighted) means of members.
+    return KMeansTransformer(layout, blocks, name=name, translation_invariant=True)
 
 
 def candidate_update(X, C, weights_of):

@@ -160,7 +160,8 @@ def soft_kmeans_transformer(d, k, beta):
     """
     beta = check_positive(beta, "beta")
     base = lloyd_transformer(d, k, gamma=beta, config="validated")
-    return KMeansTransformer(base.layout, base.blocks, name=f"soft k-means (beta={beta:g})")
+    return KMeansTransformer(base.layout, base.blocks, name=f"soft k-means (beta={beta:g})",
+                             translation_invariant=True)
 
 
 def distance_to_lloyd(X, init, n_iter, betas):

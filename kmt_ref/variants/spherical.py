@@ -98,23 +98,24 @@ def _check_nonzero_rows(A, name):
         )
 
 
-def _rescale_extreme_rows(A):
-    """Rows whose squared entries would under- or overflow, divided by their largest ``|entry|``.
+def _rescale_tiny_rows(A):
+    """Rows whose squared entries would underflow, divided by their largest ``|entry|``.
 
     A positive factor changes no direction; ordinary rows are returned as
-    they are (bit for bit), so only rows like ``[1e-200, 1e-200]`` (whose
-    squared norm underflows to 0) or ``[1e200, 0]`` (overflows) change.
+    they are (bit for bit), so only rows like ``[1e-200, 1e-200]``, whose
+    squared norm underflows to 0, change. (Entries above ``1e150`` are
+    refused by the input checks, so squares cannot overflow.)
     """
     amax = np.max(np.abs(A), axis=-1, keepdims=True)
-    extreme = (amax > 0) & ((amax < 1e-150) | (amax > 1e150))
-    return np.where(extreme, A / np.where(extreme, amax, 1.0), A)
+    tiny = (amax > 0) & (amax < 1e-150)
+    return np.where(tiny, A / np.where(tiny, amax, 1.0), A)
 
 
 def normalize_rows(A):
     """Rows scaled to unit length; a zero row stays zero (never NaN).
 
-    Rows with tiny or huge entries are rescaled first, so their squared
-    norm neither underflows nor overflows.
+    Rows with tiny entries are rescaled first, so their squared norm does
+    not underflow.
 
     Parameters
     ----------
@@ -124,7 +125,7 @@ def normalize_rows(A):
     -------
     ndarray, shape (m, d)
     """
-    A = _rescale_extreme_rows(np.asarray(A, dtype=float))
+    A = _rescale_tiny_rows(np.asarray(A, dtype=float))
     norms = np.linalg.norm(A, axis=1, keepdims=True)
     return np.where(norms > 0, A / np.where(norms > 0, norms, 1.0), 0.0)
 
@@ -237,7 +238,7 @@ class _SphericalTransformer(KMeansTransformer):
         _check_nonzero_rows(X, "X")
         _check_nonzero_rows(init, "init")
         # Directions are all that matter: keep the normalization's squares in range.
-        return super().run(_rescale_extreme_rows(X), _rescale_extreme_rows(init), n_layers, rng=rng,
+        return super().run(_rescale_tiny_rows(X), _rescale_tiny_rows(init), n_layers, rng=rng,
                            reembed=reembed)
 
     run.__doc__ = KMeansTransformer.run.__doc__
