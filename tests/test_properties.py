@@ -1,0 +1,92 @@
+"""Property-based tests (hypothesis): the reference and every construction on random data.
+
+Data: random sizes, duplicates, integer grids, tiny and huge scales, offsets up to 1e6,
+k from 1 to n. Exact ties are outside Theorem 2.1 (the transformer splits a tied point,
+Lloyd gives it to the lowest index), so cases where some point is (nearly) equidistant
+from two nearest centers at some iteration are set aside with ``assume``.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from scipy.cluster.vq import kmeans2
+
+from kmt_ref import dot_product_lloyd_transformer, lloyd, lloyd_transformer
+from kmt_ref.geometry import squared_distances
+
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def problems(draw, max_n=24, max_d=3):
+    n = draw(st.integers(1, max_n))
+    d = draw(st.integers(1, max_d))
+    k = draw(st.integers(1, n))
+    seed = draw(st.integers(0, 2**32 - 1))
+    kind = draw(st.sampled_from(["normal", "grid", "duplicates"]))
+    scale = draw(st.sampled_from([1e-100, 1e-6, 1.0, 1e3, 1e100]))
+    offset = draw(st.sampled_from([0.0, 1.0, -1e3, 1e6]))
+    rng = np.random.default_rng(seed)
+    if kind == "grid":
+        X = rng.integers(-3, 4, size=(n, d)).astype(float)
+    elif kind == "duplicates":
+        base = rng.standard_normal((max(1, n // 3), d))
+        X = base[rng.integers(len(base), size=n)]
+    else:
+        X = rng.standard_normal((n, d))
+    X = X * scale + offset * scale if scale >= 1 else X * scale + offset
+    init = X[rng.choice(n, size=k, replace=False)]
+    return X, init
+
+
+def _clear_nearest(X, centers, rel=1e-9):
+    """Every point's nearest center is unique with a margin (relative to the spread)."""
+    span = max(float(np.ptp(X)), 1e-300)
+    for C in centers:
+        if C.shape[0] < 2:
+            continue
+        D = np.sort(squared_distances((X - X[0]) / span, (C - X[0]) / span), axis=1)
+        if np.any(D[:, 1] - D[:, 0] <= rel):
+            return False
+    return True
+
+
+@SETTINGS
+@given(problems())
+def test_lloyd_equals_scipy_kmeans2(problem):
+    X, init = problem
+    X0, init0 = X.copy(), init.copy()
+    ours = lloyd(X, init, 5, empty_cluster="keep")
+    assume(_clear_nearest(X, ours.centers[:-1]))
+    ref, labels = kmeans2(X, init, iter=5, minit="matrix", missing="warn")
+    span = max(float(np.ptp(X)), float(np.max(np.abs(X))))
+    np.testing.assert_allclose(ours.centers[-1], ref, rtol=0, atol=1e-12 * span)
+    np.testing.assert_array_equal(ours.labels[-1], labels)
+    assert np.array_equal(X, X0) and np.array_equal(init, init0)
+
+
+@SETTINGS
+@given(problems(max_n=16), st.sampled_from(["validated", "faithful"]), st.sampled_from(["2.1", "2.2"]))
+def test_every_construction_at_gamma_inf_equals_lloyd(problem, config, theorem):
+    X, init = problem
+    X0, init0 = X.copy(), init.copy()
+    ref = lloyd(X, init, 4)
+    assume(_clear_nearest(X, ref.centers[:-1]))
+    build = lloyd_transformer if theorem == "2.1" else dot_product_lloyd_transformer
+    traj = build(X.shape[1], init.shape[0], config=config).run(X, init, 4)
+    assert np.all(np.isfinite(traj.centers)) and np.all(np.isfinite(traj.assignments))
+    np.testing.assert_array_equal(traj.labels, ref.labels)
+    # Rounding: the transformer and Lloyd average the same members in different orders.
+    span = max(float(np.ptp(X)), 1e-300)
+    tol = 1e-12 * span + 4 * np.spacing(float(np.max(np.abs(X))))
+    np.testing.assert_allclose(traj.centers, ref.centers, rtol=0, atol=tol)
+    assert np.array_equal(X, X0) and np.array_equal(init, init0)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5])
+def test_k_equal_n_and_k_one_are_fixed_points_or_means(k):
+    X = np.random.default_rng(0).standard_normal((k, 2)) + 1e6
+    for model in (lloyd_transformer(2, k), lloyd_transformer(2, k, config="faithful")):
+        traj = model.run(X, X, 2)
+        np.testing.assert_allclose(traj.centers[-1], X, rtol=0, atol=4 * np.spacing(1e6))
