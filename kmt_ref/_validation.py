@@ -23,7 +23,15 @@ __all__ = [
     "check_fraction",
     "check_int",
     "check_bool",
+    "check_problem",
+    "check_rng",
+    "check_choice",
+    "check_batch",
+    "MAX_STEPS",
 ]
+
+#: Most iterations or layers one call may run (its trajectory keeps every one).
+MAX_STEPS = 10**6
 
 
 def _describe(value):
@@ -36,7 +44,10 @@ def _describe(value):
 
 def _as_float_matrix(name, value):
     """Convert ``value`` to a fresh float64 2-D array, refusing what cannot be."""
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except ValueError:  # NumPy refuses ragged nested lists
+        raise ValueError(f"{name} must be a rectangular numeric array; got {name}={_describe(value)}") from None
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.floating)
         or np.issubdtype(arr.dtype, np.integer)
@@ -131,6 +142,7 @@ def check_centers(init, d, name="init", k=None):
 
 def check_k(k, n, name="k"):
     """Validate a number of clusters: an integer with ``1 <= k <= n``."""
+    k = _scalar(k)
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
         raise ValueError(f"{name} must be an integer; got {name}={_describe(k)}")
     if k < 1:
@@ -141,18 +153,43 @@ def check_k(k, n, name="k"):
 
 
 def check_n_steps(value, name):
-    """Validate an iteration or layer count: a non-negative integer."""
+    """Validate an iteration or layer count: an integer in ``[0, MAX_STEPS]`` (0-d arrays too)."""
+    value = _scalar(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise ValueError(
             f"{name} must be a non-negative integer; got {name}={_describe(value)}"
         )
     if value < 0:
         raise ValueError(f"{name} must be a non-negative integer; got {name}={value}")
+    if value > MAX_STEPS:
+        raise ValueError(f"{name} must be at most {MAX_STEPS} (every step is kept); got {name}={value}")
     return int(value)
+
+
+def _scalar(value):
+    """A 0-d NumPy array as its scalar (``np.array(3)`` means 3); anything else as given."""
+    return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
+
+def check_problem(X, init, n_steps, name="n_iter"):
+    """Validate a clustering problem: data, initial centers (``k <= n``) and a step count.
+
+    Returns
+    -------
+    X : ndarray, shape (n, d)
+    C : ndarray, shape (k, d)
+        Float64 copies.
+    n_steps : int
+    """
+    X = check_data(X)
+    C = check_centers(init, X.shape[1])
+    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
+    return X, C, check_n_steps(n_steps, name)
 
 
 def check_positive(value, name, allow_inf=False):
     """Validate a strictly positive real number (``gamma``, ``beta``, ``tau`` ...)."""
+    value = _scalar(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a positive number; got {name}={_describe(value)}")
     value = float(value)
@@ -164,6 +201,7 @@ def check_positive(value, name, allow_inf=False):
 
 def check_fraction(value, name, low=0.0, high=1.0):
     """Validate a real number in the half-open interval ``[low, high)``."""
+    value = _scalar(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a number in [{low}, {high}); got {name}={_describe(value)}")
     value = float(value)
@@ -174,6 +212,7 @@ def check_fraction(value, name, low=0.0, high=1.0):
 
 def check_int(value, name, low=None, high=None):
     """Validate an integer (Python or NumPy, not bool) in ``[low, high]``."""
+    value = _scalar(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer; got {name}={_describe(value)}")
     value = int(value)
@@ -185,6 +224,53 @@ def check_int(value, name, low=None, high=None):
 
 def check_bool(value, name):
     """Validate a flag: Python or NumPy bool only (no strings, no numbers)."""
+    value = _scalar(value)
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False; got {name}={_describe(value)}")
     return bool(value)
+
+
+def check_rng(rng, name="rng", why=""):
+    """Validate a random generator: a ``numpy.random.Generator`` (the only source of draws)."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"{name} must be a numpy.random.Generator{why}; got {name}={_describe(rng)}")
+    return rng
+
+
+def check_choice(value, name, choices):
+    """Validate one of a fixed set of options (strings such as a family or a policy)."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}; got {name}={_describe(value)}")
+    return value
+
+
+def check_batch(X, centers, centers_name="init", finite_centers=True):
+    """Validate a batch of tasks: ``X`` of shape (B, n, d), centers of shape (B, k, d).
+
+    Learning code calls this inside training, so nothing is copied and
+    ``centers`` may be an ``autograd`` array box (its value is checked).
+    ``finite_centers=False`` lets non-finite centers through (an evaluation
+    reports a diverged iteration instead of refusing it).
+
+    Returns
+    -------
+    X : ndarray, shape (B, n, d)
+        As a float64 array (no copy when it already is one).
+    """
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"X must be a numeric array of shape (B, n, d); got X={_describe(X)}") from None
+    value = np.asarray(getattr(centers, "_value", centers))
+    if X.ndim != 3 or value.ndim != 3:
+        raise ValueError(f"X and {centers_name} must have shapes (B, n, d) and (B, k, d); "
+                         f"got X.shape={X.shape}, {centers_name}.shape={value.shape}")
+    if value.shape[0] != X.shape[0] or value.shape[2] != X.shape[2]:
+        raise ValueError(f"{centers_name} must have X's batch size and dimension (B={X.shape[0]}, "
+                         f"d={X.shape[2]}); got {centers_name}.shape={value.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"X must be finite; got a non-finite entry at X{tuple(np.argwhere(~np.isfinite(X))[0])}")
+    if finite_centers and not np.all(np.isfinite(value)):
+        raise ValueError(f"{centers_name} must be finite; got a non-finite entry at "
+                         f"{centers_name}{tuple(np.argwhere(~np.isfinite(value))[0])}")
+    return X

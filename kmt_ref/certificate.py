@@ -49,7 +49,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_centers, check_data, check_k, check_n_steps, check_positive
+from ._validation import (
+    check_bool,
+    check_data,
+    check_fraction,
+    check_positive,
+    check_problem,
+)
 from .attention import hardmax, softmax
 from .classical import _lloyd
 from .geometry import CHUNK_ELEMENTS, squared_distances
@@ -237,13 +243,6 @@ def _sq_dist(X, C):
     return np.concatenate([squared_distances(X[s : s + rows], C) for s in range(0, X.shape[0], rows)])
 
 
-def _check(X, init, n_layers):
-    X = check_data(X)
-    C = check_centers(init, X.shape[1])
-    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
-    return X, C, check_n_steps(n_layers, "n_layers")
-
-
 def exactness_certificate(X, init, n_layers, gamma, float_allowance=True):
     """Certified deviation of ``lloyd_transformer(d, k, gamma)`` from Lloyd's algorithm.
 
@@ -270,7 +269,7 @@ def exactness_certificate(X, init, n_layers, gamma, float_allowance=True):
     Certificate
         ``.bound`` (n_layers + 1,), ``.assignments_exact``, and more.
     """
-    X, C, n_layers = _check(X, init, n_layers)
+    X, C, n_layers = check_problem(X, init, n_layers, "n_layers")
     gamma = check_positive(gamma, "gamma", allow_inf=True)
     return _LloydGeometry(X, C, n_layers, float_allowance).certify(gamma)
 
@@ -295,7 +294,9 @@ def min_gamma(X, init, n_layers, tol, target="centers", float_allowance=True, rt
     float_allowance : bool
         As in :func:`exactness_certificate`.
     rtol : float
-        Relative precision of the returned gamma.
+        Relative precision of the returned gamma, in ``[1e-12, 1)``: the
+        bisection takes about ``log2(1380 / rtol)`` certificates (a finer
+        ``rtol`` cannot be told apart from 1 in float64).
 
     Returns
     -------
@@ -306,9 +307,10 @@ def min_gamma(X, init, n_layers, tol, target="centers", float_allowance=True, rt
         is not certified (a Lloyd tie, an empty cluster that does not
         underflow, or ``tol`` below the floating-point allowance).
     """
-    X, C, n_layers = _check(X, init, n_layers)
+    X, C, n_layers = check_problem(X, init, n_layers, "n_layers")
     tol = check_positive(tol, "tol")
-    rtol = check_positive(rtol, "rtol")
+    rtol = check_fraction(rtol, "rtol", low=1e-12, high=1.0)
+    float_allowance = check_bool(float_allowance, "float_allowance")
     if target not in ("centers", "log_objective"):
         raise ValueError(f"target must be 'centers' or 'log_objective'; got target={target!r}")
     geom = _LloydGeometry(X, C, n_layers, float_allowance)
@@ -323,7 +325,10 @@ def min_gamma(X, init, n_layers, tol, target="centers", float_allowance=True, rt
     if not (certified(np.inf) and certified(hi)):
         return np.inf
     # Bisection in log gamma: certified(lo) is False, certified(hi) is True.
-    while hi / lo > 1 + rtol:
+    # log(1e300 / 1e-300) = 1382: halving it until below rtol ends after ~log2(1382 / rtol) <= 51 steps.
+    for _ in range(64):
+        if hi / lo <= 1 + rtol:
+            break
         mid = float(np.exp((np.log(lo) + np.log(hi)) / 2))
         lo, hi = (lo, mid) if certified(mid) else (mid, hi)
     return float(hi)
@@ -347,7 +352,7 @@ def rule_of_thumb_gamma(X, init, n_layers, tol):
         ``numpy.inf`` when the corollary does not apply (a Lloyd tie, ``m =
         0``, or an empty cluster).
     """
-    X, C, n_layers = _check(X, init, n_layers)
+    X, C, n_layers = check_problem(X, init, n_layers, "n_layers")
     tol = check_positive(tol, "tol")
     n, k = X.shape[0], C.shape[0]
     if n_layers == 0 or k == 1:

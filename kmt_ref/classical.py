@@ -7,7 +7,7 @@ plainly. ``lloyd`` is itself checked against ``scipy.cluster.vq.kmeans2``.
 import numpy as np
 import scipy.sparse
 
-from ._validation import check_centers, check_data, check_k, check_n_steps
+from ._validation import check_centers, check_data, check_k, check_problem, check_rng
 from .geometry import assigned_squared_distances, nearest_center
 from .trajectory import Trajectory
 
@@ -66,8 +66,7 @@ def kmeans_plusplus(X, k, rng):
     """
     X = check_data(X)
     k = check_k(k, X.shape[0])
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator; got rng={rng!r}")
+    check_rng(rng)
     n = X.shape[0]
     chosen = [int(rng.integers(n))]
     d2 = np.sum((X - X[chosen[0]]) ** 2, axis=1)
@@ -112,10 +111,7 @@ def lloyd(X, init, n_iter, empty_cluster="global_mean"):
     ValueError
         On invalid input, or on an empty cluster with ``empty_cluster="raise"``.
     """
-    X = check_data(X)
-    C = check_centers(init, X.shape[1])
-    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
-    n_iter = check_n_steps(n_iter, "n_iter")
+    X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
     if empty_cluster not in EMPTY_CLUSTER_POLICIES:
         raise ValueError(
             f"empty_cluster must be one of {EMPTY_CLUSTER_POLICIES}; "

@@ -39,6 +39,8 @@ import numbers
 
 import numpy as np
 
+from ._validation import check_rng
+
 __all__ = ["sparsemax", "normmax2", "normmax_inf", "gumbel_max", "gumbel_softmax"]
 
 
@@ -142,8 +144,7 @@ def normmax_inf(scores, t=1.0):
 
 
 def _gumbel(shape, rng):
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator; got rng={rng!r}")
+    check_rng(rng)
     return rng.gumbel(size=shape)
 
 

@@ -14,18 +14,13 @@ import os
 
 import numpy as np
 
-from ._validation import check_int, check_k, check_positive
+from ._validation import check_int, check_k, check_positive, check_rng
 
 __all__ = ["gaussian_mixture", "figure3_data", "FIGURE3_PAPER_LOG_OBJECTIVES"]
 
 #: The log objectives after 0..10 layers that the paper's Figure 3 notebook
 #: prints for its hand-built model at gamma = 1e4 on its draw (two decimals).
 FIGURE3_PAPER_LOG_OBJECTIVES = (6.44, 5.78, 5.47, 4.96, 4.69, 4.61, 4.59, 4.59, 4.59, 4.59, 4.59)
-
-
-def _check_rng(rng):
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator; got rng={rng!r}")
 
 
 def gaussian_mixture(rng, n, d, k, scale=0.1):
@@ -48,7 +43,7 @@ def gaussian_mixture(rng, n, d, k, scale=0.1):
     means : ndarray, shape (k, d)
         Component means, in the scaled coordinates.
     """
-    _check_rng(rng)
+    check_rng(rng)
     d = check_k(d, None, name="d")
     n = check_k(n, None, name="n")
     k = check_k(k, n)

@@ -62,3 +62,68 @@ def test_points_closer_than_squares_can_tell_are_refused():
     with pytest.raises(ValueError, match="spread"):
         lloyd(np.array([[0.0], [1e-160]]), np.array([[0.0]]), 1)
     assert lloyd(np.zeros((3, 1)), np.zeros((1, 1)), 1).labels.tolist() == [[0, 0, 0]]  # identical is fine
+
+
+def test_min_gamma_refuses_an_rtol_float64_cannot_resolve():
+    X, init, _ = kmt_ref.gaussian_mixture(np.random.default_rng(0), n=60, d=2, k=3)
+    for rtol in (1e-17, 0.0, 1.0, "1e-3"):
+        with pytest.raises(ValueError, match="rtol"):
+            kmt_ref.min_gamma(X, init, 2, 1e-3, rtol=rtol)
+    assert np.isfinite(kmt_ref.min_gamma(X, init, 2, 1e-3, rtol=1e-12))  # the finest accepted ends
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: kmt_ref.min_gamma([[0.0], [1.0]], [[0.0]], 1, 1e-3, float_allowance="no"), "float_allowance"),
+    (lambda: lloyd_transformer(1, 1).run([[0.0], [1.0]], [[0.0]], 1, reembed="yes"), "reembed"),
+    (lambda: lloyd([[0, 1], [2]], [[0, 1]], 1), "X"),
+    (lambda: lloyd([[0.0]], [[0.0]], 10**12), "n_iter"),
+    (lambda: kmt_ref.figure3_data(-1), "seed"),
+])
+def test_bad_types_and_limits_are_value_errors_naming_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_numpy_scalars_and_zero_d_arrays_mean_what_python_numbers_mean():
+    X = np.array([[0.0], [1.0], [5.0]])
+    ref = lloyd(X, X[:2], 3)
+    np.testing.assert_array_equal(lloyd(X, X[:2], np.array(3)).centers, ref.centers)
+    np.testing.assert_array_equal(lloyd(X, X[:2], np.int64(3)).centers, ref.centers)
+    model = lloyd_transformer(np.int64(1), np.int32(2), gamma=np.array(1e4))
+    assert model.run(X, X[:2], np.int64(2)).centers.shape == (3, 2, 1)
+
+
+def test_learning_configs_and_samplers_refuse_strings_for_flags_and_accept_numpy_integers():
+    from kmt_ref.learning.tasks import sample_tasks
+    from kmt_ref.learning.train import TrainConfig
+
+    for kwargs in (dict(equal_weights="False"), dict(isotropic=2), dict(seed=-1), dict(tau="0.1")):
+        with pytest.raises(ValueError, match=next(iter(kwargs))):
+            TrainConfig(**kwargs)
+    config = TrainConfig(seed=np.int64(3), d=np.int64(32))
+    assert config == TrainConfig(seed=3) and type(config.seed) is int
+    with pytest.raises(ValueError, match="equal_weights"):
+        sample_tasks(np.random.default_rng(0), 2, 10, 2, 2, equal_weights="no")
+
+
+def test_learning_functions_refuse_nan_and_mismatched_batches():
+    from kmt_ref.learning import ModelConfig, forward, init_params, run_steps
+    from kmt_ref.learning.loss import kmeans_objectives, smoothed_objective
+
+    config = ModelConfig(2, 3)
+    theta = init_params(config, np.random.default_rng(0))
+    X = np.random.default_rng(1).uniform(size=(4, 10, 2))
+    init = X[:, :3]
+    bad_X = X.copy()
+    bad_X[1, 2, 0] = np.nan
+    for fn in (lambda X, C: forward(theta, X, C, config), lambda X, C: run_steps(theta, X, C, config, 2),
+               lambda X, C: smoothed_objective(X, C, 0.1), kmeans_objectives):
+        with pytest.raises(ValueError, match="X must be finite"):
+            fn(bad_X, init)
+        with pytest.raises(ValueError, match="batch size"):
+            fn(X, init[:2])
+    with pytest.raises(ValueError, match="n_steps"):
+        run_steps(theta, X, init, config, -1)
+    diverged = init.copy()
+    diverged[0, 0, 0] = np.inf
+    assert kmeans_objectives(X, diverged)[0] == np.inf  # reported, not refused

@@ -39,9 +39,11 @@ def lloyd_batch(X, init, n_iter, empty_cluster="global_mean", rng=None):
     ndarray, shape (n_iter + 1, B, k, d)
     """
     if empty_cluster not in BATCH_EMPTY_CLUSTER_RULES:
-        raise ValueError(f"empty_cluster must be one of {BATCH_EMPTY_CLUSTER_RULES}; got empty_cluster={empty_cluster!r}")
+        raise ValueError(
+            f"empty_cluster must be one of {BATCH_EMPTY_CLUSTER_RULES}; got empty_cluster={empty_cluster!r}")
     if empty_cluster == "random_point" and not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator for empty_cluster='random_point'; got rng={rng!r}")
+        raise ValueError(
+            f"rng must be a numpy.random.Generator for empty_cluster='random_point'; got rng={rng!r}")
     X, C = np.asarray(X, dtype=float), np.asarray(init, dtype=float)
     B, n = X.shape[:2]
     k = C.shape[1]

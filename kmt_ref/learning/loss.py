@@ -14,7 +14,7 @@ The batch loss is the mean over tasks (no division by ``n``, no log).
 import autograd.numpy as anp
 import numpy as np
 
-from .._validation import check_positive
+from .._validation import check_batch, check_positive
 from ..attention import softmax
 from ..geometry import squared_distances
 
@@ -35,6 +35,7 @@ def smoothed_objective(X, centers, tau):
     -------
     ndarray, shape (B,)
     """
+    X = check_batch(X, centers, "centers")
     tau = check_positive(tau, "tau")
     r = squared_distances(X, centers)  # (B, n, k)
     return anp.sum(softmax(-r / tau) * r, axis=(-2, -1))
@@ -53,7 +54,8 @@ def kmeans_objectives(X, centers):
     ndarray, shape (B,)
         ``inf`` for a task whose centers are not finite.
     """
-    X, centers = np.asarray(X, dtype=float), np.asarray(centers, dtype=float)
+    X = check_batch(X, centers, "centers", finite_centers=False)
+    centers = np.asarray(centers, dtype=float)
     out = np.full(X.shape[0], np.inf)
     ok = np.all(np.isfinite(centers), axis=(-2, -1))
     if np.any(ok):

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import autograd.numpy as anp
 import numpy as np
 
+from .._validation import check_batch, check_bool, check_int, check_n_steps, check_rng
 from ..attention import Block
 from ..layer import BLOCK_NAMES, KMeansTransformer, transformer_layer
 from ..tokens import TokenLayout
@@ -101,8 +102,7 @@ def init_params(config, rng):
     -------
     ndarray, shape (config.n_params,)
     """
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator; got rng={rng!r}")
+    check_rng(rng)
     bound = 1.0 / np.sqrt(config.width)
     return rng.uniform(-bound, bound, size=config.n_params)
 
@@ -151,6 +151,7 @@ def forward(theta, X, init, config):
     ndarray, shape (B, k, d)
         The ``x`` block of the center tokens after one layer.
     """
+    X = check_batch(X, init)
     layout = config.layout
     P, Q = layout.embed(X, init)
     P, Q = transformer_layer(P, Q, blocks_from_params(theta, config))
@@ -180,6 +181,11 @@ def run_steps(theta, X, init, config, n_steps, reembed=True, chunk=32):
         ``centers[0] = init``. Entries may be non-finite when the iteration
         diverges (``reembed=False``); callers report that rather than hide it.
     """
+    X = check_batch(X, init)
+    init = np.asarray(init, dtype=np.float64)
+    n_steps = check_n_steps(n_steps, "n_steps")
+    reembed = check_bool(reembed, "reembed")
+    chunk = check_int(chunk, "chunk", low=1)
     layout, blocks = config.layout, blocks_from_params(np.asarray(theta), config)
     B = X.shape[0]
     centers = np.empty((n_steps + 1,) + init.shape)

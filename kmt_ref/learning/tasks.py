@@ -25,7 +25,7 @@ the laws are the same.
 
 import numpy as np
 
-from .._validation import check_k, check_positive
+from .._validation import check_bool, check_k, check_positive, check_rng
 from ..classical import kmeans_plusplus
 
 __all__ = ["FAMILIES", "INITS", "sample_tasks", "initial_centers"]
@@ -53,11 +53,6 @@ FAMILIES = {
 
 #: Initial-center schemes.
 INITS = ("first", "kmeans++")
-
-
-def _check_rng(rng):
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator; got rng={rng!r}")
 
 
 def check_family(family):
@@ -114,13 +109,15 @@ def sample_tasks(
     init : ndarray, shape (n_tasks, k, d)
         Initial centers.
     """
-    _check_rng(rng)
+    check_rng(rng)
     n_tasks = check_k(n_tasks, None, name="n_tasks")
     n = check_k(n, None, name="n")
     d = check_k(d, None, name="d")
     k = check_k(k, n)
     check_family(family)
     scale = check_positive(scale, "scale")
+    equal_weights = check_bool(equal_weights, "equal_weights")
+    isotropic = check_bool(isotropic, "isotropic")
     check_init(init)
     B = n_tasks
     means = rng.uniform(0.0, 1.0, size=(B, k, d))
@@ -165,5 +162,5 @@ def initial_centers(X, k, init="first", rng=None):
     k = check_k(k, X.shape[1])
     if init == "first":
         return X[:, :k].copy()
-    _check_rng(rng)
+    check_rng(rng)
     return np.stack([kmeans_plusplus(Xt, k, rng) for Xt in X])

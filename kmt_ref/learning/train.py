@@ -24,7 +24,7 @@ import autograd
 import autograd.numpy as anp
 import numpy as np
 
-from .._validation import check_k, check_positive
+from .._validation import check_bool, check_fraction, check_int, check_k, check_positive
 from .baseline import lloyd_batch
 from .checkpoint import load_checkpoint, save_checkpoint
 from .loss import kmeans_objectives, smoothed_objective
@@ -85,19 +85,23 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self):
+        # Validated and stored as plain Python values (NumPy integers, 0-d arrays accepted).
+        def store(name, value):
+            object.__setattr__(self, name, value)
+
         for name in ("d", "k", "n", "batch", "n_steps", "eval_every", "val_tasks"):
-            check_k(getattr(self, name), None, name=name)
+            store(name, check_int(getattr(self, name), name, low=1))
         check_k(self.k, self.n)
+        for name in ("patience", "seed"):
+            store(name, check_int(getattr(self, name), name, low=0))
+        for name in ("equal_weights", "isotropic"):
+            store(name, check_bool(getattr(self, name), name))
+        for name in ("scale", "tau", "lr"):
+            store(name, check_positive(getattr(self, name), name))
+        store("lr_factor", check_fraction(self.lr_factor, "lr_factor"))
+        if self.lr_factor == 0:
+            raise ValueError(f"lr_factor must be in (0, 1); got lr_factor={self.lr_factor}")
         check_family(self.family)
-        check_positive(self.scale, "scale")
-        check_positive(self.tau, "tau")
-        check_positive(self.lr, "lr")
-        if not (0 < self.lr_factor < 1):
-            raise ValueError(f"lr_factor must be in (0, 1); got lr_factor={self.lr_factor!r}")
-        if isinstance(self.patience, bool) or not isinstance(self.patience, int) or self.patience < 0:
-            raise ValueError(f"patience must be an integer >= 0; got patience={self.patience!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0; got seed={self.seed!r}")
         ModelConfig(self.d, self.k, self.tokens)
 
     @property

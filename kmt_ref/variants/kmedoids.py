@@ -56,18 +56,13 @@ its comparison with :func:`kmedoids` is empirical (book, chapter Variants).
 
 import numpy as np
 
-from .._validation import check_centers, check_data, check_k, check_n_steps, check_positive
+from .._validation import check_centers, check_data, check_k, check_positive, check_problem, check_rng
 from ..geometry import CHUNK_ELEMENTS, nearest_center, squared_distances
 from ..layer import KMeansTransformer
 from ..trajectory import Trajectory
 from ._cac import cac_variant
 
 __all__ = ["kmedoids", "randomized_kmedoids", "kmedoids_transformer", "medoid_law", "medoid_indices"]
-
-
-def _check_rng(rng):
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator; got rng={rng!r}")
 
 
 def medoid_indices(X, init):
@@ -90,10 +85,7 @@ def medoid_indices(X, init):
 
 
 def _check_inputs(X, init, n_iter):
-    X = check_data(X)
-    C = check_centers(init, X.shape[1])
-    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
-    n_iter = check_n_steps(n_iter, "n_iter")
+    X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
     medoid_indices(X, C)
     return X, C, n_iter
 
@@ -196,7 +188,7 @@ def randomized_kmedoids(X, init, n_iter, temperature, rng):
     """
     X, C, n_iter = _check_inputs(X, init, n_iter)
     temperature = check_positive(temperature, "temperature")
-    _check_rng(rng)
+    check_rng(rng)
     k, n = C.shape[0], X.shape[0]
     centers = np.empty((n_iter + 1,) + C.shape)
     labels = np.empty((n_iter, n), dtype=np.intp)
@@ -249,7 +241,7 @@ def kmedoids_transformer(d, k, temperature=1.0, rng=None, separation=1e3):
     temperature = check_positive(temperature, "temperature")
     separation = check_positive(separation, "separation")
     if rng is not None:
-        _check_rng(rng)
+        check_rng(rng)
     base = cac_variant(d, k, "gumbel_max", separation, 1.0 / temperature,
                        name=f"randomized k-medoids (Gumbel, temperature={temperature:g})")
     return RandomKMeansTransformer(base.layout, dict(base.blocks), rng=rng, name=base.name)

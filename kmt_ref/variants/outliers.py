@@ -11,7 +11,7 @@ centers and the true means, matched one to one (Hungarian assignment).
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .._validation import check_centers, check_fraction, check_k, check_n_steps, check_positive
+from .._validation import check_centers, check_fraction, check_k, check_n_steps, check_positive, check_rng
 from ..classical import lloyd
 from ..geometry import squared_distances
 from ..tasks import gaussian_mixture
@@ -19,11 +19,6 @@ from .robust import robust_kmeans_transformer
 from .trimmed import quantile_trimmed_kmeans, trimmed_kmeans, trimmed_kmeans_transformer
 
 __all__ = ["contaminated_mixture", "center_error", "outlier_experiment"]
-
-
-def _check_rng(rng):
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator; got rng={rng!r}")
 
 
 def contaminated_mixture(rng, n=500, d=2, k=4, outlier_fraction=0.08, scale=0.1):
@@ -50,7 +45,7 @@ def contaminated_mixture(rng, n=500, d=2, k=4, outlier_fraction=0.08, scale=0.1)
         True component means.
     is_outlier : ndarray of bool, shape (n,)
     """
-    _check_rng(rng)
+    check_rng(rng)
     outlier_fraction = check_fraction(outlier_fraction, "outlier_fraction")
     n_out = int(round(outlier_fraction * check_k(n, None, name="n")))
     X_in, init, means = gaussian_mixture(rng, n - n_out, d, k, scale)
@@ -107,7 +102,7 @@ def outlier_experiment(rng, n=500, d=2, k=4, outlier_fraction=0.08, n_iter=20, t
         ``"errors"``: ``{method: ndarray (n_tasks,)}``; ``"example"``: the
         first task as ``{"X", "means", "is_outlier", "centers": {method: (k, d)}}``.
     """
-    _check_rng(rng)
+    check_rng(rng)
     n_iter = check_n_steps(n_iter, "n_iter")
     n_tasks = check_k(n_tasks, None, name="n_tasks")
     t, a = check_positive(t, "t"), check_positive(a, "a")

@@ -43,7 +43,7 @@ which is below 1 for ``a = 0.01`` up to ``d = 10^4``.
 
 import numpy as np
 
-from .._validation import check_centers, check_data, check_k, check_n_steps, check_positive
+from .._validation import check_k, check_positive, check_problem
 from ..normalizers import sparsemax
 from ..trajectory import Trajectory
 from ._cac import cac_variant, candidate_update
@@ -74,10 +74,7 @@ def robust_kmeans(X, init, n_iter, a=0.01):
     Trajectory
         ``centers`` (n_iter + 1, k, d), ``labels`` (n_iter, n).
     """
-    X = check_data(X)
-    C = check_centers(init, X.shape[1])
-    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
-    n_iter = check_n_steps(n_iter, "n_iter")
+    X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
     a = check_positive(a, "a")
     eps = a / np.sqrt(X.shape[1])
     centers = np.empty((n_iter + 1,) + C.shape)

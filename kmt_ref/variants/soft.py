@@ -54,7 +54,7 @@ use :func:`~kmt_ref.classical.lloyd`).
 
 import numpy as np
 
-from .._validation import check_centers, check_data, check_k, check_n_steps, check_positive
+from .._validation import check_positive, check_problem
 from ..classical import _lloyd
 from ..geometry import squared_distances
 from ..layer import KMeansTransformer
@@ -105,10 +105,7 @@ def soft_kmeans(X, init, n_iter, beta):
         ``assignments`` (n_iter, n, k), the responsibilities ``R`` computed
         against ``centers[t]``.
     """
-    X = check_data(X)
-    C = check_centers(init, X.shape[1])
-    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
-    n_iter = check_n_steps(n_iter, "n_iter")
+    X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
     beta = check_positive(beta, "beta")
     return _soft_kmeans(X, C, n_iter, beta)
 
@@ -181,10 +178,7 @@ def distance_to_lloyd(X, init, n_iter, betas):
         ``max |soft_kmeans(X, init, n_iter, beta).centers - lloyd(X, init, n_iter).centers|``
         over all iterates and coordinates.
     """
-    X = check_data(X)
-    C = check_centers(init, X.shape[1])
-    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
-    n_iter = check_n_steps(n_iter, "n_iter")
+    X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
     betas = [check_positive(b, f"betas[{i}]") for i, b in enumerate(betas)]
     ref = _lloyd(X, C, n_iter, "global_mean").centers
     return np.array([np.max(np.abs(_soft_kmeans(X, C, n_iter, b).centers - ref)) for b in betas])

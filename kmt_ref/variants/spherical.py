@@ -73,7 +73,7 @@ from dataclasses import replace
 import autograd.numpy as anp
 import numpy as np
 
-from .._validation import check_centers, check_data, check_k, check_n_steps
+from .._validation import check_centers, check_data, check_problem
 from ..layer import KMeansTransformer
 from ..lloyd_transformer import lloyd_transformer
 from ..tokens import TokenLayout
@@ -161,10 +161,7 @@ def spherical_kmeans(X, init, n_iter):
     ValueError
         On invalid input, including a zero row of ``X`` or ``init`` (named).
     """
-    X = check_data(X)
-    C = check_centers(init, X.shape[1])
-    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
-    n_iter = check_n_steps(n_iter, "n_iter")
+    X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
     _check_nonzero_rows(X, "X")
     _check_nonzero_rows(C, "init")
     return _spherical_kmeans(normalize_rows(X), normalize_rows(C), n_iter)

@@ -60,7 +60,12 @@ book's outlier experiment compares them on contaminated data.
 
 import numpy as np
 
-from .._validation import check_centers, check_data, check_fraction, check_k, check_n_steps, check_positive
+from .._validation import (
+    check_fraction,
+    check_k,
+    check_positive,
+    check_problem,
+)
 from ..classical import EMPTY_CLUSTER_POLICIES, _lloyd
 from ..geometry import assigned_squared_distances, nearest_center
 from ..trajectory import Trajectory
@@ -68,13 +73,6 @@ from ._cac import cac_variant, candidate_update
 
 __all__ = ["trimmed_kmeans", "quantile_trimmed_kmeans", "gap_trimmed_kmeans", "gap_keep",
            "trimmed_kmeans_transformer"]
-
-
-def _check_inputs(X, init, n_iter):
-    X = check_data(X)
-    C = check_centers(init, X.shape[1])
-    check_k(C.shape[0], X.shape[0], name="k (rows of init)")
-    return X, C, check_n_steps(n_iter, "n_iter")
 
 
 def trimmed_kmeans(X, init, n_iter, alpha, empty_cluster="global_mean"):
@@ -103,7 +101,7 @@ def trimmed_kmeans(X, init, n_iter, alpha, empty_cluster="global_mean"):
         ``centers`` (n_iter + 1, k, d); ``labels`` (n_iter, n), the nearest
         center of every point (kept or not).
     """
-    X, C, n_iter = _check_inputs(X, init, n_iter)
+    X, C, n_iter = check_problem(X, init, n_iter)
     alpha = check_fraction(alpha, "alpha")
     n, k = X.shape[0], C.shape[0]
     n_keep = n - int(np.floor(alpha * n))
@@ -160,7 +158,7 @@ def quantile_trimmed_kmeans(X, init, n_iter, quantile=0.95, empty_cluster="globa
         ``centers`` (n_iter + 1, k, d); ``labels`` (n_iter, n), the nearest
         center of every point (kept or not).
     """
-    X, C, n_iter = _check_inputs(X, init, n_iter)
+    X, C, n_iter = check_problem(X, init, n_iter)
     quantile = check_fraction(quantile, "quantile")
     if quantile == 0.0:
         raise ValueError(f"quantile must be in (0, 1); got quantile={quantile}")
@@ -231,7 +229,7 @@ def gap_trimmed_kmeans(X, init, n_iter, t):
     -------
     Trajectory
     """
-    X, C, n_iter = _check_inputs(X, init, n_iter)
+    X, C, n_iter = check_problem(X, init, n_iter)
     t = check_positive(t, "t")
     centers = np.empty((n_iter + 1,) + C.shape)
     labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
