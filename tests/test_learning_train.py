@@ -98,3 +98,51 @@ def test_plateau_halves_the_rate_after_patience_plus_one_bad_evaluations():
     state, lr = PlateauState(), 1.0
     lrs = [lr := plateau_step(m, state, lr, patience=2, factor=0.5) for m in [5, 4, 4, 4, 4, 3.9, 4]]
     assert lrs == [1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5]
+
+
+def _saved(tmp_path, steps=10):
+    path = str(tmp_path / "run.npz")
+    train(CONFIG, path, stop_at=steps, progress=False)
+    return path
+
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "text", "foreign npz"])
+def test_a_damaged_checkpoint_is_a_value_error_naming_the_file(tmp_path, damage):
+    path = _saved(tmp_path)
+    if damage == "truncate":
+        data = open(path, "rb").read()
+        open(path, "wb").write(data[: len(data) // 2])
+    elif damage == "empty":
+        open(path, "wb").close()
+    elif damage == "text":
+        open(path, "w").write("not a checkpoint")
+    else:
+        np.savez(path, something=np.zeros(3))
+    with pytest.raises(ValueError, match="run.npz.*(move it away|restore)"):
+        load_checkpoint(path)
+    with pytest.raises(ValueError, match="run.npz"):
+        train(CONFIG, path, resume=True, progress=False)
+
+
+def test_a_hand_edited_checkpoint_fails_its_checksum(tmp_path):
+    path = _saved(tmp_path)
+    with np.load(path) as f:
+        contents = {name: f[name] for name in f.files}
+    contents["theta"] = contents["theta"] + 1e-12
+    np.savez(path, **contents)
+    with pytest.raises(ValueError, match="checksum"):
+        load_checkpoint(path)
+
+
+def test_a_missing_checkpoint_directory_is_refused_before_training(tmp_path):
+    steps = []
+    with pytest.raises(ValueError, match="does not exist"):
+        train(CONFIG, str(tmp_path / "nowhere" / "run.npz"), progress=False, on_step=steps.append)
+    assert steps == []
+
+
+def test_a_stale_partial_save_is_reported(tmp_path):
+    path = _saved(tmp_path)
+    open(f"{path}.tmp.npz", "wb").write(b"half a file")
+    with pytest.warns(UserWarning, match="interrupted.*intact"):
+        train(CONFIG, path, resume=True, stop_at=20, progress=False)

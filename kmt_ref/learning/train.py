@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import time
+import warnings
 from dataclasses import dataclass
 
 import autograd
@@ -26,7 +27,7 @@ import numpy as np
 
 from .._validation import check_bool, check_fraction, check_int, check_k, check_positive
 from .baseline import lloyd_batch
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import check_checkpoint_dir, load_checkpoint, save_checkpoint, stale_partial_save
 from .loss import kmeans_objectives, smoothed_objective
 from .model import ModelConfig, forward, init_params
 from .optim import AdamState, PlateauState, adam_step, plateau_step
@@ -258,6 +259,13 @@ def train(config, checkpoint=None, resume=False, checkpoint_every=None, stop_at=
         raise ValueError(f"config must be a TrainConfig; got config={config!r}")
     every = config.eval_every if checkpoint_every is None else check_k(checkpoint_every, None,
                                                                       name="checkpoint_every")
+    if checkpoint is not None:
+        check_checkpoint_dir(checkpoint)
+        partial = stale_partial_save(checkpoint)
+        if partial is not None:
+            warnings.warn(f"{partial} is left over from a save that was interrupted; it is ignored "
+                          f"({'the checkpoint itself is intact' if os.path.exists(checkpoint) else 'no checkpoint'}"
+                          ") and will be overwritten", stacklevel=2)
     if resume:
         if checkpoint is None:
             raise ValueError("resume=True needs checkpoint=path")
