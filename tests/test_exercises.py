@@ -287,3 +287,26 @@ def test_every_subpackage_is_listed_for_the_wheel():
     listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(root).parts) for p in (root / "kmt_ref").rglob("__init__.py")}
     assert found | {"kmt_ref.exercises.workbook"} == listed
+
+
+HOSTILE = {
+    "01_lloyd_step": ("def lloyd_step(X, C):\n    while True:\n        pass\n", "timed out"),
+    "02_euclidean_scores": ("import sys\n\ndef euclidean_scores(Q, K, gamma):\n    sys.exit(0)\n",
+                            "sys.exit(0)"),
+    "03_averaging_hardmax": ("class Evil:\n    def __array__(self, *args, **kwargs):\n        raise RuntimeError('boom')\n"
+                             "\ndef averaging_hardmax(scores):\n    return Evil()\n", "RuntimeError: boom"),
+    "04_cax_weights": ("import os\n\ndef cax_weights(d, k):\n    os._exit(0)\n", "process ended"),
+}
+
+
+def test_hostile_solutions_fail_their_own_exercise_and_the_others_are_still_checked(tmp_path, capsys):
+    for stem, (code, _) in HOSTILE.items():
+        (tmp_path / f"{stem}.py").write_text(code)
+    solutions = find_workbook(Path(__file__).resolve().parents[1] / "exercises" / "solutions")
+    (tmp_path / "05_sax_reset.py").write_text((solutions / "05_sax_reset.py").read_text())
+    results = run_checks(tmp_path, list(HOSTILE) + ["05"], isolated=True, timeout=3)
+    by_stem = {r.exercise.stem: r for r in results}
+    for stem, (_, reason) in HOSTILE.items():
+        assert not by_stem[stem].passed and reason in by_stem[stem].message, by_stem[stem].message
+    assert by_stem["05_sax_reset"].passed
+    assert "line 4" in by_stem["02_euclidean_scores"].message  # the line that caused it

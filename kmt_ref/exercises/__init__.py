@@ -11,10 +11,10 @@ what was expected, what was got and on which input.
 """
 
 from .catalog import CHAPTERS, EXERCISES
-from .runner import CheckResult, Exercise, find_workbook, format_results, run_check
+from .runner import CheckResult, Exercise, find_workbook, format_results, run_check, run_check_isolated
 
 __all__ = ["CHAPTERS", "EXERCISES", "CheckResult", "Exercise", "find_workbook", "format_results",
-           "run_check", "run_checks", "select", "by_chapter"]
+           "run_check", "run_check_isolated", "run_checks", "select", "by_chapter"]
 
 
 def by_chapter():
@@ -43,7 +43,7 @@ def select(keys=None):
     return [ex for ex in EXERCISES if ex.stem in chosen]  # book order
 
 
-def run_checks(directory="exercises", keys=None):
+def run_checks(directory="exercises", keys=None, isolated=False, timeout=120.0):
     """Run the checks of the selected exercises on the files in ``directory``.
 
     Parameters
@@ -52,6 +52,10 @@ def run_checks(directory="exercises", keys=None):
         The workbook directory (with the ``NN_name.py`` files).
     keys : sequence of str, optional
         Exercise numbers or stems; all exercises if omitted.
+    isolated : bool
+        Check each exercise in its own Python process, stopped after
+        ``timeout`` seconds (what the command line does).
+    timeout : float
 
     Returns
     -------
@@ -59,4 +63,6 @@ def run_checks(directory="exercises", keys=None):
     """
     exercises = select(keys)
     path = find_workbook(directory)
+    if isolated:
+        return [run_check_isolated(ex, path, timeout) for ex in exercises]
     return [run_check(ex, path) for ex in exercises]

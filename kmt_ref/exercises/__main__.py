@@ -14,6 +14,8 @@ def main(argv=None):
     p.add_argument("exercises", nargs="*", help="exercise numbers (e.g. 03); all if omitted")
     p.add_argument("--dir", default="exercises",
                    help="the workbook directory (default: ./exercises, relative to the current directory)")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds allowed per exercise (each runs in its own process; default 120)")
     sub.add_parser("list", help="list the exercises with their chapter and level")
     p = sub.add_parser("init", help="copy the workbook (starters, README, solutions) into a new directory")
     p.add_argument("dir", help="a new or empty directory, e.g. my-workbook")
@@ -33,7 +35,9 @@ def main(argv=None):
             print(f"{ex.stem:30s} {ex.level:8s} {ex.chapter}: {ex.summary}")
         return 0
     try:
-        results = run_checks(args.dir, args.exercises)
+        if not args.timeout > 0:
+            raise ValueError(f"--timeout must be positive; got --timeout={args.timeout}")
+        results = run_checks(args.dir, args.exercises, isolated=True, timeout=args.timeout)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -6,8 +6,12 @@ module name, so an edit is picked up on the next run and nothing is cached.
 """
 
 import importlib.util
+import json
+import os
 import shutil
+import subprocess
 import sys
+import traceback
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +19,7 @@ from pathlib import Path
 from ._feedback import CheckFailedError
 
 __all__ = ["Exercise", "CheckResult", "find_workbook", "packaged_workbook", "copy_workbook", "load_function",
-           "run_check", "format_results"]
+           "run_check", "run_check_isolated", "format_results"]
 
 
 @dataclass(frozen=True)
@@ -136,8 +140,17 @@ def load_function(path, name):
     return fn
 
 
+def _where(exc, path):
+    """The last line of the reader's file in the traceback of ``exc``, as text."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f" (at {path.name}, line {f.lineno}: {f.line})"
+
+
 def run_check(exercise, directory):
-    """Load the reader's function for ``exercise`` from ``directory`` and check it."""
+    """Load the reader's function for ``exercise`` from ``directory`` and check it (in this process)."""
     path = Path(directory) / f"{exercise.stem}.py"
     start = time.perf_counter()
     try:
@@ -152,7 +165,52 @@ def run_check(exercise, directory):
         )
     except CheckFailedError as failure:
         passed, message = False, str(failure)
+    except SystemExit as exc:  # a solution that calls sys.exit() has not been checked
+        passed, message = False, f"your code called sys.exit({exc.code!r}){_where(exc, path.resolve())}"
+    except Exception as exc:  # the reader's code crashed inside the check
+        passed = False
+        message = f"your code raised {type(exc).__name__}: {exc}{_where(exc, path.resolve())}"
     return CheckResult(exercise, passed, message, time.perf_counter() - start)
+
+
+#: Marks the result line a child process prints (anything else it prints is the reader's).
+_RESULT_MARK = "@@kmt_ref-check-result@@ "
+
+
+def run_check_isolated(exercise, directory, timeout=120.0):
+    """:func:`run_check` in a fresh Python process with a time limit.
+
+    A solution that loops forever, exits the interpreter or crashes it fails
+    its own exercise, with the reason, and the other exercises are still
+    checked (the command line runs every exercise this way).
+    """
+    start = time.perf_counter()
+    cmd = [sys.executable, "-c",
+           "import sys; from kmt_ref.exercises.runner import _child; _child(sys.argv[1], sys.argv[2])",
+           exercise.stem, str(Path(directory).resolve())]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return CheckResult(exercise, False, f"timed out after {timeout:g} s: an endless loop, or far too slow",
+                           time.perf_counter() - start)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(_RESULT_MARK)]
+    if lines:
+        result = json.loads(lines[-1][len(_RESULT_MARK):])
+        return CheckResult(exercise, result["passed"], result["message"], time.perf_counter() - start)
+    tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+    return CheckResult(exercise, False, f"the process ended (exit status {done.returncode}) before the check gave "
+                       f"a result - does your code exit or crash Python? last error output: {tail}",
+                       time.perf_counter() - start)
+
+
+def _child(stem, directory):
+    from .catalog import EXERCISES
+
+    (exercise,) = [ex for ex in EXERCISES if ex.stem == stem]
+    result = run_check(exercise, directory)
+    sys.stdout.write("\n" + _RESULT_MARK + json.dumps(dict(passed=result.passed, message=result.message)) + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # nothing the reader's code registered (atexit, threads) runs after the result
 
 
 def format_results(results):
