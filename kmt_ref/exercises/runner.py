@@ -11,8 +11,8 @@ import os
 import shutil
 import subprocess
 import sys
-import traceback
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
