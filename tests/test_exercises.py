@@ -293,7 +293,8 @@ HOSTILE = {
     "01_lloyd_step": ("def lloyd_step(X, C):\n    while True:\n        pass\n", "timed out"),
     "02_euclidean_scores": ("import sys\n\ndef euclidean_scores(Q, K, gamma):\n    sys.exit(0)\n",
                             "sys.exit(0)"),
-    "03_averaging_hardmax": ("class Evil:\n    def __array__(self, *args, **kwargs):\n        raise RuntimeError('boom')\n"
+    "03_averaging_hardmax": ("class Evil:\n    def __array__(self, *args, **kwargs):\n"
+                             "        raise RuntimeError('boom')\n"
                              "\ndef averaging_hardmax(scores):\n    return Evil()\n", "RuntimeError: boom"),
     "04_cax_weights": ("import os\n\ndef cax_weights(d, k):\n    os._exit(0)\n", "process ended"),
 }
