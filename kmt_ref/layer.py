@@ -13,6 +13,7 @@ the weights are shared by all layers.
 construction, every variant and the learned model.
 """
 
+import warnings
 from types import MappingProxyType
 
 import numpy as np
@@ -167,7 +168,7 @@ class KMeansTransformer:
         extra = "" if self.norm is None else f", norm={self.norm!r}"
         return f"KMeansTransformer({self.name!r}, {self.layout}, {parts}{extra})"
 
-    def run(self, X, init, n_layers, rng=None, reembed=False):
+    def run(self, X, init, n_layers, rng=None, reembed=False, warn=False):
         """Embed ``X`` and ``init``, apply ``n_layers`` layers, read out centers.
 
         Parameters
@@ -183,6 +184,12 @@ class KMeansTransformer:
             (assignment block reset to 0, ids to ``I_k``), carrying only the
             d-dimensional centers. The hand-built constructions keep that
             invariant themselves; the learned model needs it.
+        warn : bool
+            Warn (``UserWarning``) when, after the last layer, more than 10%
+            of the points have split assignments
+            (:meth:`~kmt_ref.trajectory.Trajectory.split_fraction`): at finite
+            ``gamma`` that means ``gamma`` is too small for the data's scale
+            (:func:`kmt_ref.min_gamma` says how large it must be).
 
         Returns
         -------
@@ -206,14 +213,24 @@ class KMeansTransformer:
         if self.needs_rng and not isinstance(rng, np.random.Generator):
             raise ValueError(f"this model is random: pass rng=numpy.random.Generator; got rng={rng!r}")
         reembed = check_bool(reembed, "reembed")
+        warn = check_bool(warn, "warn")
         if not self.translation_invariant:
-            return self._run(X, C, n_layers, rng, reembed)
-        # The lower median is a data value: integer data stay integers, exact ties stay exact.
-        origin = np.sort(X, axis=0)[(X.shape[0] - 1) // 2]
-        moved = self._run(X - origin, C - origin, n_layers, rng, reembed)
-        centers = moved.centers + origin
-        centers[0] = C
-        return Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
+            traj = self._run(X, C, n_layers, rng, reembed)
+        else:
+            # The lower median is a data value: integer data stay integers, exact ties stay exact.
+            origin = np.sort(X, axis=0)[(X.shape[0] - 1) // 2]
+            moved = self._run(X - origin, C - origin, n_layers, rng, reembed)
+            centers = moved.centers + origin
+            centers[0] = C
+            traj = Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
+        split = traj.split_fraction() if warn and n_layers > 0 else None
+        if split is not None and split[-1] > 0.1:
+            warnings.warn(
+                f"{self.name}: {split[-1]:.0%} of the points have split assignments after the last layer; "
+                "if gamma is finite it is too small for the scale of X (see kmt_ref.min_gamma)",
+                stacklevel=2,
+            )
+        return traj
 
     def _embed(self, X, C):
         """Token matrices, normalized by ``norm`` when the model has one."""

@@ -35,6 +35,18 @@ class Trajectory:
         """Number of iterations (layers) recorded."""
         return self.centers.shape[0] - 1
 
+    def split_fraction(self, tol=1e-3):
+        """Fraction of points whose assignment after each layer is not one-hot to ``tol``.
+
+        A finite-``gamma`` construction that follows Lloyd's algorithm keeps
+        this near 0 (only points near a boundary split); a large value says
+        that ``gamma`` is too small for the data's scale. Shape
+        ``(n_iter,)``; ``None`` without an assignment block.
+        """
+        if self.assignments is None:
+            return None
+        return np.mean(1.0 - self.assignments.max(axis=-1) > tol, axis=-1)
+
     def objectives(self, X):
         """k-means objective of every iterate, shape ``(n_iter + 1,)``."""
         from .classical import kmeans_objective

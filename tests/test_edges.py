@@ -127,3 +127,18 @@ def test_learning_functions_refuse_nan_and_mismatched_batches():
     diverged = init.copy()
     diverged[0, 0, 0] = np.inf
     assert kmeans_objectives(X, diverged)[0] == np.inf  # reported, not refused
+
+
+def test_a_gamma_far_too_small_for_the_data_scale_can_be_told_cheaply():
+    X, init, _ = kmt_ref.gaussian_mixture(np.random.default_rng(0), n=300, d=2, k=3)
+    tiny_X, tiny_init = X * 1e-4, init * 1e-4
+    model = lloyd_transformer(2, 3, gamma=1e4)
+    with pytest.warns(UserWarning, match="too small"):
+        model.run(tiny_X, tiny_init, 3, warn=True)
+    assert model.run(tiny_X, tiny_init, 3).split_fraction()[-1] > 0.9
+    assert model.run(X, init, 3).split_fraction()[-1] < 0.05  # the same gamma on unit-scale data
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.run(X, init, 3, warn=True)
