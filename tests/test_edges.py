@@ -142,3 +142,28 @@ def test_a_gamma_far_too_small_for_the_data_scale_can_be_told_cheaply():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model.run(X, init, 3, warn=True)
+
+
+def test_duplicates_and_near_duplicates_keep_the_faithful_layers_on_lloyds_path():
+    cases = [
+        (dot_product_lloyd_transformer(1, 2, config="faithful"), [[0.0]] * 7 + [[1.0], [5.0]], [[0.5], [5.0]]),
+        (lloyd_transformer(1, 3, config="faithful"), [[0.0]] * 7 + [[1.0]], [[0.0], [1.0], [50.0]]),
+        (lloyd_transformer(1, 2, config="faithful"), [[0.0], [1 - 1e-9], [1 + 1e-9], [2.0]], [[0.5], [1.5]]),
+        (lloyd_transformer(1, 2, config="faithful"), [[1e6], [1e6 + 1 - 3e-3], [1e6 + 1 + 3e-3], [1e6 + 2]],
+         [[1e6 + 0.5], [1e6 + 1.5]]),
+    ]
+    for model, X, init in cases:
+        X, init = np.array(X), np.array(init)
+        np.testing.assert_allclose(model.run(X, init, 3).centers, lloyd(X, init, 3).centers, rtol=0, atol=1e-12)
+
+
+def test_an_exact_tie_next_to_an_empty_cluster_follows_the_documented_rule():
+    # Outside Theorem 2.1: the point 1 is exactly equidistant from the centers 0 and 2. Its
+    # assignment is split (0, 1/2, 1/2); faithful CAC scores it -3/2 for the empty cluster 0
+    # (everyone else -2), so that cluster takes exactly the tied point. Lloyd gives the point
+    # to the lower index and the empty center the global mean.
+    X, init = np.array([[0.0], [1.0], [2.0], [10.0]]), np.array([[100.0], [0.0], [2.0]])
+    traj = lloyd_transformer(1, 3, config="faithful").run(X, init, 1)
+    np.testing.assert_array_equal(traj.assignments[0, 1], [0.0, 0.5, 0.5])
+    np.testing.assert_array_equal(traj.centers[1].ravel(), [1.0, 0.0, 6.0])
+    np.testing.assert_array_equal(lloyd(X, init, 1).centers[1].ravel(), [3.25, 0.5, 6.0])
