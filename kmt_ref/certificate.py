@@ -58,7 +58,7 @@ from ._validation import (
 )
 from .attention import hardmax, softmax
 from .classical import _lloyd
-from .geometry import CHUNK_ELEMENTS, squared_distances
+from .geometry import CHUNK_ELEMENTS, center_distances, squared_distances
 from .trajectory import Trajectory
 
 __all__ = ["Certificate", "exactness_certificate", "min_gamma", "reset_leakage", "rule_of_thumb_gamma"]
@@ -240,7 +240,7 @@ def _odds_to_weight(u):
 def _sq_dist(X, C):
     """Squared distances (n, k), chunked over points."""
     rows = max(1, CHUNK_ELEMENTS // C.shape[0])
-    return np.concatenate([squared_distances(X[s : s + rows], C) for s in range(0, X.shape[0], rows)])
+    return np.concatenate([center_distances(X[s : s + rows], C) for s in range(0, X.shape[0], rows)])
 
 
 def exactness_certificate(X, init, n_layers, gamma, float_allowance=True):

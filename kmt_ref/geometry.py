@@ -8,7 +8,8 @@ algorithm are computed from identical numbers.
 import autograd.numpy as anp
 import numpy as np
 
-__all__ = ["squared_distances", "nearest_center", "assigned_squared_distances", "CHUNK_ELEMENTS"]
+__all__ = ["squared_distances", "center_distances", "nearest_center", "assigned_squared_distances",
+           "CHUNK_ELEMENTS"]
 
 #: Largest number of (query, key) pairs held in memory at once by the chunked
 #: routines (about 32 MB of float64).
@@ -35,6 +36,18 @@ def squared_distances(A, B):
     b2 = anp.sum(B * B, axis=-1)[..., None, :]  # (..., 1, r)
     cross = anp.matmul(A, anp.swapaxes(B, -1, -2))  # (..., m, r)
     return anp.maximum(a2 + b2 - 2.0 * cross, 0.0)
+
+
+def center_distances(X, C):
+    """:func:`squared_distances` of points to centers, measured from the first center.
+
+    The same numbers in exact arithmetic; in float64 the expansion's rounding
+    is then at the scale of the data's spread, not of its distance from the
+    origin (see :func:`nearest_center`). For the classical algorithms (plain
+    arrays of shape (n, d) and (k, d)).
+    """
+    origin = C[0]
+    return squared_distances(X - origin, C - origin)
 
 
 def nearest_center(X, C):

@@ -167,3 +167,15 @@ def test_an_exact_tie_next_to_an_empty_cluster_follows_the_documented_rule():
     np.testing.assert_array_equal(traj.assignments[0, 1], [0.0, 0.5, 0.5])
     np.testing.assert_array_equal(traj.centers[1].ravel(), [1.0, 0.0, 6.0])
     np.testing.assert_array_equal(lloyd(X, init, 1).centers[1].ravel(), [3.25, 0.5, 6.0])
+
+
+def test_the_classical_twins_are_accurate_far_from_the_origin_too():
+    from kmt_ref.variants.robust import robust_kmeans
+    from kmt_ref.variants.soft import soft_kmeans
+    from kmt_ref.variants.trimmed import gap_trimmed_kmeans
+
+    X, init, _ = kmt_ref.gaussian_mixture(np.random.default_rng(6), n=300, d=2, k=3)
+    for run in (lambda X, C: soft_kmeans(X, C, 5, 50.0), lambda X, C: robust_kmeans(X, C, 5, 0.5),
+                lambda X, C: gap_trimmed_kmeans(X, C, 5, 1.0)):
+        near, far = run(X, init), run(X + 1e6, init + 1e6)
+        np.testing.assert_allclose(far.centers - 1e6, near.centers, atol=1e-8)

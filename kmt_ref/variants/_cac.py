@@ -22,7 +22,7 @@ same candidate set.
 import numpy as np
 
 from ..attention import Block
-from ..geometry import nearest_center, squared_distances
+from ..geometry import center_distances, nearest_center
 from ..layer import KMeansTransformer
 from ..lloyd_transformer import equation5_weights, lloyd_transformer
 
@@ -84,7 +84,7 @@ def candidate_update(X, C, weights_of):
     labels : ndarray of int, shape (n,)
     """
     labels = nearest_center(X, C)
-    D2 = squared_distances(X, C)  # (n, k); k is small, so this is O(n) memory
+    D2 = center_distances(X, C)  # (n, k); k is small, so this is O(n) memory
     new_C = np.empty_like(C)
     for j in range(C.shape[0]):
         members = labels == j

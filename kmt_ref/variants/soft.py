@@ -56,7 +56,7 @@ import numpy as np
 
 from .._validation import check_positive, check_problem
 from ..classical import _lloyd
-from ..geometry import squared_distances
+from ..geometry import center_distances
 from ..layer import KMeansTransformer
 from ..lloyd_transformer import lloyd_transformer
 from ..trajectory import Trajectory
@@ -69,7 +69,7 @@ def responsibilities(X, C, beta):
 
     Trusted helper: inputs already validated.
     """
-    logits = -beta * squared_distances(X, C)  # (n, k)
+    logits = -beta * center_distances(X, C)  # (n, k)
     logits -= logits.max(axis=1, keepdims=True)  # exp of the row max is 1: no overflow
     R = np.exp(logits)
     return R / R.sum(axis=1, keepdims=True)
