@@ -13,6 +13,7 @@ _THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS
 #: ``reproduce <experiment>``: one line each (each experiment parses its own options).
 EXPERIMENTS = {
     "sweep": "the gamma x d x k x n x scale sweep of the certificate page (its own grid)",
+    "paper-sweep": "the authors' parameter sweep: their grid and metric, beside their results",
     **EXPERIMENT_HELP,
 }
 
@@ -83,6 +84,10 @@ def main(argv=None):
     if args.command == "reproduce":
         if args.experiment == "sweep":
             from .sweep import reproduce
+
+            return reproduce(args.options)
+        if args.experiment == "paper-sweep":
+            from .paper_sweep import reproduce
 
             return reproduce(args.options)
         from .learning.cli import reproduce

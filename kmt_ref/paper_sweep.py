@@ -1,0 +1,261 @@
+"""The paper's parameter sweep, on the authors' grid and with their metric.
+
+The authors sweep ``gamma`` in {1, 10, 100}, ``d`` in 1..10, ``k`` in
+5, 10, ..., 50, ten ``n`` from 100 to 10^6 (``numpy.logspace(2, 6, 10)``) and a
+data scale ``ub`` in 1..10, with ONE task per (k, d, n, ub) cell shared by the
+three gammas. A task: true centers ``U(0, 1)^{k x d}``, exactly ``n // k``
+points per center from ``N(center, 0.01 I)``, every dimension min-max scaled
+to [0, 1] and multiplied by ``ub``, rows permuted, the first ``k`` rows as
+initial centers. The metric of a cell is the log objective of the validated
+Theorem 2.1 model after 10 layers minus that of Lloyd's algorithm after 10
+iterations from the same centers, undefined (NaN) where Lloyd's algorithm
+empties a cluster (the authors' Lloyd averages an empty set).
+
+Their results ship with the package (``kmt_ref/data/authors_parameter_sweep.csv``);
+:func:`compare` puts ours beside them: per gamma the mean, the median, the
+fraction of cells within ``1e-3`` (this project's tolerance) and the fraction
+below ``-1e-3`` (the transformer better than Lloyd), and the mean difference
+per cell of each of the paper's four heatmaps, always over the cells both
+sweeps have.
+
+The full grid costs hours on one core, mostly its largest ``n``; the
+committed run (``kmt_ref/results/sweep/paper_sweep.json``) covers every cell
+with ``n <= SUBSAMPLE_ABOVE`` and a seeded random subset of the cells above
+(the JSON says which). ``python -m kmt_ref reproduce paper-sweep`` recomputes
+it; ``--report`` prints the comparison.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from itertools import product
+
+import numpy as np
+
+from ._results import COMMITTED_DIR, check_output_dir, output_dir
+from ._validation import check_int, check_positive, check_rng
+from .classical import lloyd
+from .lloyd_transformer import lloyd_transformer
+from .tasks import DATA_DIR
+
+__all__ = ["PAPER_GRID", "HEATMAPS", "authors_task", "cell_losses", "run_paper_sweep", "load_authors",
+           "load_paper_sweep", "summarize", "compare", "heatmap_grids", "reproduce"]
+
+#: The authors' grid.
+PAPER_GRID = dict(
+    gammas=[1.0, 10.0, 100.0],
+    ds=list(range(1, 11)),
+    ks=list(range(5, 51, 5)),
+    ns=[int(n) for n in np.logspace(2, 6, 10, dtype=int)],
+    scales=list(range(1, 11)),
+)
+#: Cells with more points than this are subsampled in the committed run.
+SUBSAMPLE_ABOVE = 5994
+#: Cells run per ``n`` above :data:`SUBSAMPLE_ABOVE`.
+SUBSAMPLE_CELLS = {16681: 20, 46415: 20, 129154: 12, 359381: 6, 1000000: 4}
+#: The paper's four heatmaps: (row axis, column axis) of the mean difference.
+HEATMAPS = (("k", "scale"), ("d", "k"), ("n", "k"), ("n", "d"))
+#: This project's agreement tolerance (the paper states none).
+TOL = 1e-3
+
+COMMITTED_PATH = os.path.join(COMMITTED_DIR, "sweep", "paper_sweep.json")
+AUTHORS_CSV = os.path.join(DATA_DIR, "authors_parameter_sweep.csv")
+_AXES = ("k", "d", "n", "scale")
+
+
+def authors_task(rng, n, d, k, scale):
+    """One task of the authors' sweep: ``(X, init)`` with ``k * (n // k)`` points.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n, d, k : int
+        Points asked for (``n // k`` per center), dimension, centers.
+    scale : float
+        The authors' ``ub``: the min-max scaled data are multiplied by it.
+
+    Returns
+    -------
+    X : ndarray, shape (k * (n // k), d)
+    init : ndarray, shape (k, d)
+    """
+    check_rng(rng)
+    n, d, k = check_int(n, "n", low=1), check_int(d, "d", low=1), check_int(k, "k", low=1)
+    per = n // k
+    if per < 1:
+        raise ValueError(f"n must be at least k={k}; got n={n}")
+    scale = check_positive(scale, "scale")
+    means = rng.uniform(size=(k, d))
+    X = np.repeat(means, per, axis=0) + 0.1 * rng.standard_normal((k * per, d))
+    X = X - X.min(axis=0)
+    X = X / np.where(X.max(axis=0) > 0, X.max(axis=0), 1.0) * scale
+    X = X[rng.permutation(k * per)]
+    return X, X[:k].copy()
+
+
+def cell_losses(X, init, gammas, n_layers=10):
+    """The authors' metric for each gamma: transformer minus Lloyd, log objective after ``n_layers``.
+
+    Returns a list of floats, all NaN when Lloyd's algorithm empties a cluster.
+    """
+    try:
+        ref = lloyd(X, init, n_layers, empty_cluster="raise").log_objectives(X)[-1]
+    except ValueError:
+        return [float("nan")] * len(gammas)
+    d, k = X.shape[1], init.shape[0]
+    return [float(lloyd_transformer(d, k, gamma).run(X, init, n_layers).log_objectives(X)[-1] - ref)
+            for gamma in gammas]
+
+
+def _cells(grid, subsample_rng):
+    """The (k, d, n, scale) cells to run: all up to SUBSAMPLE_ABOVE points, a random subset above."""
+    small = [(k, d, n, s) for k, d, n, s in product(grid["ks"], grid["ds"], grid["ns"], grid["scales"])
+             if n <= SUBSAMPLE_ABOVE]
+    large = []
+    for n in (n for n in grid["ns"] if n > SUBSAMPLE_ABOVE):
+        every = [(k, d, n, s) for k, d, s in product(grid["ks"], grid["ds"], grid["scales"])]
+        pick = subsample_rng.choice(len(every), size=min(SUBSAMPLE_CELLS.get(n, 0), len(every)), replace=False)
+        large += [every[i] for i in sorted(pick)]
+    return small + large
+
+
+def run_paper_sweep(seed=0, grid=None, progress=False):
+    """Run the sweep; a JSON-ready dict with ``grid``, ``cells`` and, per cell, the losses.
+
+    Each cell draws its task from its own generator (``SeedSequence(seed)``
+    spawned once per cell of the full grid, in grid order), so a subset of
+    cells gives the same numbers as the full run.
+    """
+    grid = dict(PAPER_GRID if grid is None else grid)
+    seed = check_int(seed, "seed", low=0)
+    full = list(product(grid["ks"], grid["ds"], grid["ns"], grid["scales"]))
+    streams = dict(zip(full, np.random.SeedSequence(seed).spawn(len(full)), strict=True))
+    cells = _cells(grid, np.random.default_rng(np.random.SeedSequence(seed).spawn(len(full) + 1)[-1]))
+    rows, start = [], time.perf_counter()
+    for i, (k, d, n, scale) in enumerate(cells):
+        X, init = authors_task(np.random.default_rng(streams[(k, d, n, scale)]), n, d, k, scale)
+        losses = cell_losses(X, init, grid["gammas"])
+        rows.append([k, d, n, scale] + [None if np.isnan(v) else v for v in losses])
+        if progress and (i + 1) % 250 == 0:
+            print(f"  {i + 1}/{len(cells)} cells, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    return dict(grid=grid, seed=seed, subsample_above=SUBSAMPLE_ABOVE,
+                subsample_cells={str(n): c for n, c in SUBSAMPLE_CELLS.items()},
+                columns=list(_AXES) + [f"loss_gamma_{g:g}" for g in grid["gammas"]], rows=rows,
+                seconds=round(time.perf_counter() - start, 1))
+
+
+def load_authors(path=AUTHORS_CSV):
+    """The authors' results as ``{gamma: {(k, d, n, scale): loss}}`` (NaN kept)."""
+    data = np.genfromtxt(path, delimiter=",", names=True)
+    out = {}
+    for row in data:
+        key = (int(row["Clusters"]), int(row["Dimensions"]), int(row["Points"]), int(row["Scale"]))
+        out.setdefault(float(row["Gamma"]), {})[key] = float(row["Loss"])
+    return out
+
+
+def _ours(result):
+    """Our results in the shape of :func:`load_authors`."""
+    out = {}
+    for row in result["rows"]:
+        key = tuple(int(v) for v in row[:4])
+        for gamma, loss in zip(result["grid"]["gammas"], row[4:], strict=True):
+            out.setdefault(float(gamma), {})[key] = float("nan") if loss is None else float(loss)
+    return out
+
+
+def summarize(losses):
+    """Per-gamma statistics of ``{cell: loss}`` over the cells with a defined loss."""
+    v = np.array([x for x in losses.values() if np.isfinite(x)])
+    return {"n_cells": int(v.size), "mean": float(v.mean()), "median": float(np.median(v)),
+            "frac_within_1e-3": float(np.mean(np.abs(v) < TOL)), "frac_negative": float(np.mean(v < -TOL))}
+
+
+def _heatmap(losses, rows_axis, cols_axis, cells):
+    """Mean loss per (row value, column value) over ``cells`` with a defined loss."""
+    i, j = _AXES.index(rows_axis), _AXES.index(cols_axis)
+    sums = {}
+    for cell in cells:
+        if np.isfinite(losses[cell]):
+            s = sums.setdefault((cell[i], cell[j]), [0.0, 0])
+            s[0] += losses[cell]
+            s[1] += 1
+    return {key: total / count for key, (total, count) in sums.items()}
+
+
+def compare(result, authors=None):
+    """Ours beside the authors', per gamma and per heatmap cell, over the cells both have."""
+    ours, theirs = _ours(result), load_authors() if authors is None else authors
+    out = {}
+    for gamma in result["grid"]["gammas"]:
+        shared = sorted(set(ours[gamma]) & set(theirs[gamma]))
+        mine = {c: ours[gamma][c] for c in shared}
+        other = {c: theirs[gamma][c] for c in shared}
+        both = [c for c in shared if np.isfinite(mine[c]) and np.isfinite(other[c])]
+        maps = {}
+        for rows_axis, cols_axis in HEATMAPS:
+            a, b = _heatmap(mine, rows_axis, cols_axis, both), _heatmap(other, rows_axis, cols_axis, both)
+            diff = np.array([a[key] - b[key] for key in a])
+            maps[f"{rows_axis} x {cols_axis}"] = {"cells": int(diff.size),
+                                                  "mean_abs_difference": float(np.mean(np.abs(diff))),
+                                                  "max_abs_difference": float(np.max(np.abs(diff)))}
+        out[f"{gamma:g}"] = {"ours": summarize(mine), "authors": summarize(other),
+                             "authors_full_grid": summarize(theirs[gamma]), "heatmaps": maps}
+    return out
+
+
+def heatmap_grids(result, gamma, rows_axis, cols_axis, authors=None):
+    """``(row values, column values, ours, theirs)``: mean-loss matrices of one heatmap, shared cells."""
+    ours, theirs = _ours(result)[gamma], (load_authors() if authors is None else authors)[gamma]
+    both = [c for c in sorted(set(ours) & set(theirs)) if np.isfinite(ours[c]) and np.isfinite(theirs[c])]
+    a, b = _heatmap(ours, rows_axis, cols_axis, both), _heatmap(theirs, rows_axis, cols_axis, both)
+    rv, cv = sorted({key[0] for key in a}), sorted({key[1] for key in a})
+    grid = lambda m: np.array([[m.get((r, c), np.nan) for c in cv] for r in rv])  # noqa: E731
+    return rv, cv, grid(a), grid(b)
+
+
+def load_paper_sweep(path=COMMITTED_PATH):
+    """The committed (or another) paper-sweep result."""
+    with open(path) as f:
+        return json.load(f)
+
+
+def reproduce(argv=()):
+    """``python -m kmt_ref reproduce paper-sweep [--report] [--json] [--out PATH]``."""
+    parser = argparse.ArgumentParser(prog="python -m kmt_ref reproduce paper-sweep",
+                                     description="the authors' parameter sweep (their grid and metric)")
+    parser.add_argument("--report", action="store_true",
+                        help="compare the committed run with the authors' results; run nothing")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--out", default=None,
+                        help="JSON output (default ./kmt_ref_results/sweep/paper_sweep.json)")
+    args = parser.parse_args(list(argv))
+    if args.report:
+        result = load_paper_sweep(args.out or COMMITTED_PATH)
+    else:
+        try:
+            out = check_output_dir(args.out or os.path.join(output_dir(), "sweep", "paper_sweep.json"), "--out")
+        except ValueError as err:
+            parser.error(str(err))
+        print(f"paper sweep: {len(_cells(PAPER_GRID, np.random.default_rng(0)))} cells (about an hour on one "
+              f"core) -> {out}", file=sys.stderr)
+        result = run_paper_sweep(progress=True)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "w") as f:
+            json.dump(result, f)
+    report = compare(result)
+    if args.json:
+        print(json.dumps({g: {"ours": r["ours"], "authors": r["authors"]} for g, r in report.items()}, indent=1))
+        return 0
+    print("The authors' parameter sweep: log objective of the transformer after 10 layers minus Lloyd's,")
+    print(f"over the {len(result['rows'])} cells of our run (all cells with n <= {SUBSAMPLE_ABOVE}, a random "
+          "subset above) and the same cells of the authors' CSV; 'within' and 'below' use 1e-3 (our tolerance).")
+    print(f"{'gamma':>6} {'':8}{'cells':>7}{'mean':>8}{'median':>9}{'within':>8}{'below':>7}")
+    for gamma, r in report.items():
+        for who in ("ours", "authors"):
+            s = r[who]
+            print(f"{gamma:>6} {who:<8}{s['n_cells']:>7}{s['mean']:>8.3f}{s['median']:>9.4f}"
+                  f"{s['frac_within_1e-3']:>8.1%}{s['frac_negative']:>7.1%}")
+    return 0
