@@ -124,18 +124,17 @@ def _cells(grid, subsample_rng):
 def run_paper_sweep(seed=0, grid=None, progress=False):
     """Run the sweep; a JSON-ready dict with ``grid``, ``cells`` and, per cell, the losses.
 
-    Each cell draws its task from its own generator (``SeedSequence(seed)``
-    spawned once per cell of the full grid, in grid order), so a subset of
-    cells gives the same numbers as the full run.
+    Each cell draws its task from its own generator,
+    ``default_rng([seed, k, d, n, scale])``, so any subset of cells (or
+    another grid) gives the same numbers for the cells it shares; the subset
+    of large cells is drawn from ``default_rng([seed])``.
     """
     grid = dict(PAPER_GRID if grid is None else grid)
     seed = check_int(seed, "seed", low=0)
-    full = list(product(grid["ks"], grid["ds"], grid["ns"], grid["scales"]))
-    streams = dict(zip(full, np.random.SeedSequence(seed).spawn(len(full)), strict=True))
-    cells = _cells(grid, np.random.default_rng(np.random.SeedSequence(seed).spawn(len(full) + 1)[-1]))
+    cells = _cells(grid, np.random.default_rng([seed]))
     rows, start = [], time.perf_counter()
     for i, (k, d, n, scale) in enumerate(cells):
-        X, init = authors_task(np.random.default_rng(streams[(k, d, n, scale)]), n, d, k, scale)
+        X, init = authors_task(np.random.default_rng([seed, k, d, n, int(scale)]), n, d, k, scale)
         losses = cell_losses(X, init, grid["gammas"])
         rows.append([k, d, n, scale] + [None if np.isnan(v) else v for v in losses])
         if progress and (i + 1) % 250 == 0:

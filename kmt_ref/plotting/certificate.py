@@ -3,7 +3,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-__all__ = ["sweep_heatmaps", "gap_collapse", "bound_vs_measured"]
+__all__ = ["sweep_heatmaps", "gap_collapse", "bound_vs_measured", "paper_sweep_heatmaps"]
 
 #: Gaps below this are drawn as this (float64 agreement).
 _FLOOR = 1e-16
@@ -120,4 +120,43 @@ def bound_vs_measured(gammas, measured, bound):
     ax.set_xlabel("gamma")
     ax.set_ylabel("largest center deviation")
     ax.legend()
+    return fig
+
+
+def paper_sweep_heatmaps(result, gamma, authors=None):
+    """The paper's four heatmaps for one gamma: ours (top row) and the authors' (bottom row).
+
+    Each panel is the mean, over the cells both sweeps ran, of the log
+    objective after 10 layers minus Lloyd's, on the paper's colour range 0 to 3.
+
+    Parameters
+    ----------
+    result : dict
+        From :func:`kmt_ref.paper_sweep.run_paper_sweep` or ``load_paper_sweep``.
+    gamma : float
+    authors : dict, optional
+        :func:`kmt_ref.paper_sweep.load_authors` (read from the package by default).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from ..paper_sweep import HEATMAPS, heatmap_grids, load_authors
+
+    authors = load_authors() if authors is None else authors
+    names = {"k": "clusters k", "d": "dimensions d", "n": "points n", "scale": "scale"}
+    fig, axes = plt.subplots(2, len(HEATMAPS), figsize=(4.0 * len(HEATMAPS), 7.0), layout="constrained")
+    image = None
+    for col, (rows_axis, cols_axis) in enumerate(HEATMAPS):
+        rv, cv, ours, theirs = heatmap_grids(result, float(gamma), rows_axis, cols_axis, authors)
+        for row, (who, values) in enumerate((("ours", ours), ("authors", theirs))):
+            ax = axes[row, col]
+            image = ax.imshow(values, origin="lower", aspect="auto", cmap="viridis", vmin=0, vmax=3)
+            ax.set_xticks(range(len(cv)), [f"{v:g}" for v in cv], fontsize=7, rotation=90 if cols_axis == "n" else 0)
+            ax.set_yticks(range(len(rv)), [f"{v:g}" for v in rv], fontsize=7)
+            ax.set_xlabel(names[cols_axis])
+            ax.set_ylabel(names[rows_axis])
+            ax.set_title(f"{who}: {names[rows_axis]} x {names[cols_axis]}", fontsize=9)
+    fig.colorbar(image, ax=axes, shrink=0.6, label="mean log-objective difference (transformer - Lloyd)")
+    fig.suptitle(f"gamma = {gamma:g}")
     return fig

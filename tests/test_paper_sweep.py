@@ -1,0 +1,50 @@
+"""The authors' parameter sweep: their task sampler, their metric, and the comparison."""
+
+import os
+
+import numpy as np
+import pytest
+
+from kmt_ref import paper_sweep as ps
+
+
+def test_authors_task_has_n_over_k_points_per_center_scaled_to_the_upper_bound():
+    X, init = ps.authors_task(np.random.default_rng(0), 103, 2, 5, 4.0)
+    assert X.shape == (100, 2) and init.shape == (5, 2)  # 103 // 5 = 20 points per center
+    np.testing.assert_allclose(X.min(axis=0), 0.0)
+    np.testing.assert_allclose(X.max(axis=0), 4.0)
+    np.testing.assert_array_equal(init, X[:5])
+
+
+def test_cell_losses_are_nan_where_lloyd_empties_a_cluster_and_zero_when_exact():
+    X = np.array([[0.0], [1.0], [10.0], [11.0]])
+    assert np.isnan(ps.cell_losses(X, np.array([[0.0], [100.0]]), [1.0, 10.0])).all()
+    # Two far-apart pairs: at gamma = 100 softmax is one-hot, the transformer is Lloyd.
+    assert ps.cell_losses(X, np.array([[0.0], [10.0]]), [100.0]) == [pytest.approx(0.0, abs=1e-12)]
+
+
+def test_compare_summarizes_the_shared_cells_of_both_sweeps():
+    result = {"grid": {"gammas": [1.0]}, "rows": [[5, 1, 100, 1, 0.5], [5, 1, 100, 2, None], [10, 2, 278, 3, -0.01]]}
+    authors = {1.0: {(5, 1, 100, 1): 0.4, (5, 1, 100, 2): 0.3, (10, 2, 278, 3): 0.0005, (50, 9, 100, 1): 9.0}}
+    report = ps.compare(result, authors)["1"]
+    assert report["ours"] == {"n_cells": 2, "mean": pytest.approx(0.245), "median": pytest.approx(0.245),
+                              "frac_within_1e-3": 0.0, "frac_negative": 0.5}
+    assert report["authors"]["n_cells"] == 3 and report["authors_full_grid"]["n_cells"] == 4
+    assert report["heatmaps"]["k x scale"]["max_abs_difference"] == pytest.approx(0.1)
+
+
+def test_the_authors_csv_gives_the_published_summary():
+    authors = ps.load_authors()
+    means = {g: ps.summarize(authors[g])["mean"] for g in (1.0, 10.0, 100.0)}
+    assert [round(means[g], 3) for g in (1.0, 10.0, 100.0)] == [0.993, 0.267, 0.031]
+
+
+@pytest.mark.skipif(not os.path.exists(ps.COMMITTED_PATH), reason="no committed paper sweep yet")
+def test_committed_paper_sweep_is_not_stale():
+    result = ps.load_paper_sweep()
+    rows = {tuple(r[:4]): r[4:] for r in result["rows"]}
+    fresh = ps.run_paper_sweep(seed=result["seed"], grid=dict(result["grid"], ns=[100], ks=[5, 10], ds=[1, 3],
+                                                               scales=[1, 7]))
+    for row in fresh["rows"]:
+        np.testing.assert_allclose(np.array(row[4:], dtype=float), np.array(rows[tuple(row[:4])], dtype=float),
+                                   rtol=1e-9, atol=1e-12)
