@@ -10,13 +10,16 @@ Checks, each failing with a message that says what and where:
 1. Static: no built HTML page loads a script, stylesheet, font, image or frame
    from an absolute http(s) or protocol-relative URL, and no CSS file in
    ``_static`` imports one. (Plain links, ``<a href>``, are allowed.)
-2. Browser: three pages are opened in headless Chromium with every host but
-   127.0.0.1 unresolvable, so a CDN could not rescue them. For each page the
-   rendered DOM (``--dump-dom``) must contain MathJax output
-   (``mjx-container``) and no raw TeX delimiters (``$$``, ``\\(``, ``\\[``)
-   outside code; every ``<img>`` must be served with status 200 and non-empty
-   content, and pages that must have figures must have at least one. A
-   screenshot of each page is saved to the artifacts folder.
+2. Figures: every code cell whose last line calls a plotting function
+   (``plot_*``, ``*heatmaps``, ...) has an image in its output. (A page that
+   switched matplotlib to a non-inline backend once lost every later figure.)
+3. Browser: EVERY page of the book is opened in headless Chromium with every
+   host but 127.0.0.1 unresolvable, so a CDN could not rescue it. Its
+   rendered DOM (``--dump-dom``) must have no raw TeX delimiters (``$$``,
+   ``\\(``, ``\\[``) outside code, and MathJax output (``mjx-container``) if its
+   source has math; the browser console must report no uncaught error; every
+   ``<img>`` must be served with status 200 and non-empty content. Screenshots
+   of every page are saved to the artifacts folder.
 """
 
 import argparse
@@ -32,12 +35,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urljoin
 
-#: (page, must it have a figure?), with fallbacks for pages other branches add.
-PAGES = [
-    (("lloyd_transformer.html",), True),  # theorem page, with the Figure 3 reproduction
-    (("dot_product.html", "attention.html"), True),  # a verification page with a figure
-    (("learning.html", "kmeans.html"), True),  # the learning page when it exists
-]
+#: Built pages that are not chapters of the book (Sphinx's own).
+NOT_CHAPTERS = {"genindex.html", "search.html", "prf-prf.html"}
+#: A cell that ends with one of these calls shows a figure.
+PLOT_CALL = re.compile(r"(^|[\s.=])(plot\w*|\w*heatmaps|gap_collapse|bound_vs_measured|imshow|subplots)\(")
 
 #: Height of the full-page screenshot, in pixels (Chromium caps textures at 16384).
 SCREENSHOT_MAX_HEIGHT = 14000
@@ -119,6 +120,27 @@ def static_check(html_dir):
     return problems
 
 
+def _strip_tags(html):
+    return re.sub(r"<[^>]+>", "", html).replace("&quot;", '"').replace("&gt;", ">").replace("&lt;", "<")
+
+
+def figure_check(html_dir):
+    """Problems: code cells that end in a plotting call but show no image."""
+    problems = []
+    for page in sorted(html_dir.glob("*.html")):
+        if page.name in NOT_CHAPTERS:
+            continue
+        html = page.read_text(encoding="utf-8", errors="replace")
+        for i, cell in enumerate(html.split('<div class="cell docutils container">')[1:], start=1):
+            code = re.search(r'<div class="cell_input docutils container">(.*?)</pre>', cell, re.S)
+            if code is None:
+                continue
+            lines = [line for line in _strip_tags(code.group(1)).splitlines() if line.strip()]
+            if lines and PLOT_CALL.search(lines[-1]) and "<img" not in cell:
+                problems.append(f"{page.name}: code cell {i} ends in {lines[-1].strip()!r} but shows no image")
+    return problems
+
+
 def chromium_binary():
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)
@@ -128,13 +150,15 @@ def chromium_binary():
 
 
 def run_chromium(binary, args, url, timeout=180):
+    """Chromium's stdout, and the console messages it logged (``CONSOLE`` lines of its stderr)."""
     profile = tempfile.mkdtemp(prefix="kmt-chromium-")
     try:
-        cmd = [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, url]
+        cmd = [binary, *CHROMIUM_FLAGS, "--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}", *args, url]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0:
             raise RuntimeError(f"chromium exited {done.returncode} on {url}: {done.stderr[-2000:]}")
-        return done.stdout
+        console = [line for line in done.stderr.splitlines() if "CONSOLE" in line]
+        return done.stdout, console
     finally:
         shutil.rmtree(profile, ignore_errors=True)
 
@@ -147,21 +171,22 @@ def fetch(url):
         return err.code, 0
 
 
-def browser_check(binary, base_url, html_dir, artifacts, page, needs_figure):
+def browser_check(binary, base_url, html_dir, artifacts, page, needs_math):
     """Problems on one page; saves its DOM and screenshot to ``artifacts``."""
     url = f"{base_url.rstrip('/')}/{page}"
-    dom = run_chromium(binary, ["--dump-dom"], url)
+    dom, console = run_chromium(binary, ["--dump-dom"], url)
     stem = Path(page).stem
     (artifacts / f"{stem}.dom.html").write_text(dom, encoding="utf-8")
     parsed = parse(dom)
     # The top of the page, and the whole page in one tall shot (figures included).
     shots = {stem: "1280,1600", f"{stem}.full": f"1280,{SCREENSHOT_MAX_HEIGHT}"}
-    problems = []
+    problems = [f"{page}: console error: {line.split('CONSOLE', 1)[1][:300]}" for line in console
+                if "Uncaught" in line or "Error" in line]
     for name, size in shots.items():
         run_chromium(binary, [f"--screenshot={artifacts / (name + '.png')}", f"--window-size={size}"], url)
         if not (artifacts / f"{name}.png").is_file():
             problems.append(f"{page}: no screenshot {name}.png was written")
-    if parsed.math_containers == 0:
+    if needs_math and parsed.math_containers == 0:
         problems.append(f"{page}: no MathJax output (mjx-container) in the rendered DOM")
     text = "".join(parsed.text)
     for delim in RAW_TEX:
@@ -169,8 +194,6 @@ def browser_check(binary, base_url, html_dir, artifacts, page, needs_figure):
         if at >= 0:
             context = text[max(0, at - 60) : at + 60]
             problems.append(f"{page}: raw TeX {delim!r} left in the rendered text: ...{context!r}")
-    if needs_figure and not parsed.images:
-        problems.append(f"{page}: no <img> in the rendered page")
     for src in parsed.images:
         status, size = fetch(urljoin(url, src))
         if status != 200 or size == 0:
@@ -190,14 +213,14 @@ def main(argv=None):
 
     problems = static_check(args.html_dir)
     print(f"static check: {len(list(args.html_dir.rglob('*.html')))} HTML pages scanned for remote resources")
+    problems += figure_check(args.html_dir)
     binary = chromium_binary()
     checked = 0
-    for candidates, needs_figure in PAGES:
-        page = next((c for c in candidates if (args.html_dir / c).is_file()), None)
-        if page is None:
-            problems.append(f"none of the pages {candidates} was built")
-            continue
-        problems += browser_check(binary, args.url, args.html_dir, args.artifacts, page, needs_figure)
+    for page in sorted(p.name for p in args.html_dir.glob("*.html") if p.name not in NOT_CHAPTERS):
+        source = args.html_dir / "_sources" / (Path(page).stem + ".md")
+        text = source.read_text(encoding="utf-8") if source.is_file() else ""
+        needs_math = "$" in text or "{math}" in text
+        problems += browser_check(binary, args.url, args.html_dir, args.artifacts, page, needs_math)
         checked += 1
     if problems:
         print("book check FAILED:", *problems, sep="\n  ")
