@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+from ._cli import integer_at_least
 from .learning.cli import EXPERIMENT_HELP
 
 #: BLAS thread variables pinned for ``bench`` (read when NumPy loads, hence a child process).
@@ -18,16 +19,6 @@ EXPERIMENTS = {
 }
 
 
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer; got {value}")
-    return value
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kmt_ref", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -35,10 +26,10 @@ def main(argv=None):
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--quick", action="store_true", help="smaller Figure 3 data (seconds)")
     p = sub.add_parser("bench", help="speed ratios measured side by side")
-    p.add_argument("--repeats", type=_positive_int, default=5, help="timed repeats per measurement (default 5)")
+    p.add_argument("--repeats", type=integer_at_least(1), default=5, help="timed repeats per measurement (default 5)")
     p.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
     p.add_argument(
-        "--threads", type=_positive_int, default=1,
+        "--threads", type=integer_at_least(1), default=1,
         help="BLAS threads (default 1: kmeans2 is single-threaded, and an oversubscribed BLAS "
         "distorts ratios on a busy machine)",
     )

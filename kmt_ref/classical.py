@@ -7,7 +7,7 @@ plainly. ``lloyd`` is itself checked against ``scipy.cluster.vq.kmeans2``.
 import numpy as np
 import scipy.sparse
 
-from ._validation import check_centers, check_data, check_k, check_problem, check_rng
+from ._validation import check_centers, check_choice, check_data, check_k, check_problem, check_rng
 from .geometry import assigned_squared_distances, nearest_center
 from .trajectory import Trajectory
 
@@ -112,11 +112,7 @@ def lloyd(X, init, n_iter, empty_cluster="global_mean"):
         On invalid input, or on an empty cluster with ``empty_cluster="raise"``.
     """
     X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
-    if empty_cluster not in EMPTY_CLUSTER_POLICIES:
-        raise ValueError(
-            f"empty_cluster must be one of {EMPTY_CLUSTER_POLICIES}; "
-            f"got empty_cluster={empty_cluster!r}"
-        )
+    check_choice(empty_cluster, "empty_cluster", EMPTY_CLUSTER_POLICIES)
     return _lloyd(X, C, n_iter, empty_cluster)
 
 

@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 
+from .._cli import integer_at_least, positive_number
 from .._results import check_output_dir
 from . import experiments
 
@@ -37,32 +38,8 @@ EXPERIMENT_HELP = {
 }
 
 
-def _non_negative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {value}")
-    return value
-
-
-def _positive(kind):
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a positive {kind.__name__}; got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be positive; got {value}")
-        return value
-
-    parse.__name__ = f"positive {kind.__name__}"
-    return parse
-
-
 def _seed_list(text):
-    return [_non_negative_int(t) for t in text.split(",")]
+    return [integer_at_least(0)(t) for t in text.split(",")]
 
 
 def _scale_options(parser, results_help):
@@ -182,13 +159,13 @@ def train_command(argv=()):
                    "checkpoint that needs more steps is copied there first")
     parser.add_argument("--tokens", choices=("d+k", "d"), default="d+k",
                         help="token layout: [x | y] (d+k, the default) or [x] only (d)")
-    parser.add_argument("--seed", type=_non_negative_int, default=0, help="run seed (default 0)")
-    parser.add_argument("--n", type=_positive(int), help="points per task (paper: 512)")
-    parser.add_argument("--d", type=_positive(int), help="dimension (paper: 32)")
-    parser.add_argument("--k", type=_positive(int), help="clusters (paper: 10)")
-    parser.add_argument("--tau", type=_positive(float), help="loss temperature (paper: 0.1)")
-    parser.add_argument("--steps", type=_positive(int), help="training steps (paper: 10,000)")
-    parser.add_argument("--lr", type=_positive(float), help="initial Adam learning rate (paper: 0.01)")
+    parser.add_argument("--seed", type=integer_at_least(0), default=0, help="run seed (default 0)")
+    parser.add_argument("--n", type=integer_at_least(1), help="points per task (paper: 512)")
+    parser.add_argument("--d", type=integer_at_least(1), help="dimension (paper: 32)")
+    parser.add_argument("--k", type=integer_at_least(1), help="clusters (paper: 10)")
+    parser.add_argument("--tau", type=positive_number, help="loss temperature (paper: 0.1)")
+    parser.add_argument("--steps", type=integer_at_least(1), help="training steps (paper: 10,000)")
+    parser.add_argument("--lr", type=positive_number, help="initial Adam learning rate (paper: 0.01)")
     args = parser.parse_args(list(argv))
     scale = args.scale or "quick"
     overrides = {key: getattr(args, flag) for key, flag in

@@ -61,6 +61,7 @@ book's outlier experiment compares them on contaminated data.
 import numpy as np
 
 from .._validation import (
+    check_choice,
     check_fraction,
     check_k,
     check_positive,
@@ -109,10 +110,7 @@ def trimmed_kmeans(X, init, n_iter, alpha, empty_cluster="global_mean"):
         raise ValueError(
             f"alpha={alpha} trims {n - n_keep} of n={n} points and leaves {n_keep} < k={k}"
         )
-    if empty_cluster not in EMPTY_CLUSTER_POLICIES:
-        raise ValueError(
-            f"empty_cluster must be one of {EMPTY_CLUSTER_POLICIES}; got empty_cluster={empty_cluster!r}"
-        )
+    check_choice(empty_cluster, "empty_cluster", EMPTY_CLUSTER_POLICIES)
     return _trimmed_kmeans(X, C, n_iter, n_keep, empty_cluster)
 
 
@@ -162,10 +160,7 @@ def quantile_trimmed_kmeans(X, init, n_iter, quantile=0.95, empty_cluster="globa
     quantile = check_fraction(quantile, "quantile")
     if quantile == 0.0:
         raise ValueError(f"quantile must be in (0, 1); got quantile={quantile}")
-    if empty_cluster not in EMPTY_CLUSTER_POLICIES:
-        raise ValueError(
-            f"empty_cluster must be one of {EMPTY_CLUSTER_POLICIES}; got empty_cluster={empty_cluster!r}"
-        )
+    check_choice(empty_cluster, "empty_cluster", EMPTY_CLUSTER_POLICIES)
     k = C.shape[0]
     centers = np.empty((n_iter + 1,) + C.shape)
     labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
