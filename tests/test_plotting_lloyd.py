@@ -94,3 +94,21 @@ def test_latex_matrix_prints_integers_plainly_and_no_negative_zero():
 def test_latex_matrix_refuses_a_vector():
     with pytest.raises(ValueError, match="W must be 2-D"):
         plots.latex_matrix([1.0, 2.0])
+
+
+def test_layer_diagram_and_offline_animation():
+    import re
+
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    import kmt_ref
+    from kmt_ref.plotting.diagram import animate_layers, offline_html, plot_layer_diagram
+
+    assert isinstance(plot_layer_diagram(), Figure)
+    X, init, _ = kmt_ref.gaussian_mixture(np.random.default_rng(0), n=60, d=2, k=3)
+    traj = kmt_ref.lloyd_transformer(2, 3).run(X, init, 2)
+    html = offline_html(animate_layers(X, traj))
+    assert html.count("data:image/png;base64") == 3  # one frame per layer, and the start
+    assert not re.search(r"(src|href)=[\"']?(https?:)?//", html)
+    assert "fa-play" not in html and "&#x25B6;" in html
