@@ -120,7 +120,7 @@ WRONG = {
         """,
         ["DIFFERENT y", "y block after the reset", "AVERAGE y"],
     ),
-    "12_sparsemax": (
+    "14_sparsemax": (
         """
         import numpy as np
 
@@ -130,7 +130,7 @@ WRONG = {
         """,
         ["sparsemax: first difference", "expected", "scores ="],
     ),
-    "13_smoothed_loss": (
+    "16_smoothed_loss": (
         """
         import autograd.numpy as np
 
@@ -141,7 +141,7 @@ WRONG = {
         """,
         ["tiny tau", "finite", "nan"],
     ),
-    "14_train_tiny_model": (
+    "17_train_tiny_model": (
         """
         import numpy as np
         from kmt_ref import lloyd_transformer
@@ -151,12 +151,52 @@ WRONG = {
         """,
         ["not better than one Lloyd step", "ratio 1.000"],
     ),
-    "15_name_block": (
+    "18_name_block": (
         """
         def name_block(Wq, Wk, Wv, d, k):  # looks at the sign of one entry only
             return "CAX" if Wv[-1, -1] > 0 else "SAX"
         """,
         ["weight triple #", "expected '", "hint: which coordinates"],
+    ),
+    "10_softmax_gap_bound": (
+        """
+        import numpy as np
+
+        def softmax_gap_bound(scores, gamma):  # forgets the factor 2 (r - |M|)
+            s = np.sort(scores, axis=1)
+            return np.exp(-gamma * (s[:, -1] - s[:, -2]))
+        """,
+        ["bound", "2 (r - |M|)"],
+    ),
+    "13_normmax_inf": (
+        """
+        import numpy as np
+
+        def normmax_inf(scores, t):  # always keeps the top two
+            keep = scores >= np.sort(scores, axis=1)[:, -2:-1]
+            return keep / keep.sum(axis=1, keepdims=True)
+        """,
+        ["objective", "mean(top s) - t / s"],
+    ),
+    "15_medoid_law": (
+        """
+        import numpy as np
+
+        def medoid_law(X, centers, temperature):  # softmax over ALL points, not the candidates
+            D = ((X[None] - centers[:, None]) ** 2).sum(-1)
+            w = np.exp(-(D - D.min(axis=1, keepdims=True)) / temperature)
+            return w / w.sum(axis=1, keepdims=True)
+        """,
+        ["law", "candidates of center j"],
+    ),
+    "20_assignment_basis": (
+        """
+        import numpy as np
+
+        def assignment_basis(model):  # the construction's basis, not the model's
+            return np.eye(model.k)
+        """,
+        ["R", "first difference"],
     ),
 }
 
@@ -217,7 +257,7 @@ def test_command_line_exit_codes(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(WORKBOOK.parent)  # the default --dir is ./exercises
     assert main(["check", "01"]) == 1
     assert main(["list"]) == 0
-    assert "15_name_block" in capsys.readouterr().out
+    assert "18_name_block" in capsys.readouterr().out
 
 
 def test_the_workbook_readme_lists_every_exercise_with_its_chapter():
@@ -237,7 +277,7 @@ def test_a_solution_that_modifies_its_input_in_place_fails(tmp_path):
                                  np.linalg.norm(Q[:, :d], axis=1, keepdims=True), 1.0)
             return Q
         """
-    result = _check_one(_write(tmp_path, "11_spherical_normalize", source), "11")
+    result = _check_one(_write(tmp_path, "12_spherical_normalize", source), "12")
     assert not result.passed
     assert "modified its argument #1 in place" in result.message
 

@@ -61,7 +61,7 @@ def call(fn, *args, on):
     on : str
         Description of the input (from :func:`inputs`) for the message.
     """
-    copies = [copy.deepcopy(a) for a in args]
+    copies = [_copy(a) for a in args]
     try:
         # NaN and overflow are reported by the comparison (with the input), not as warnings.
         with np.errstate(all="ignore"):
@@ -76,6 +76,14 @@ def call(fn, *args, on):
                 f"your function modified its argument #{position + 1} in place; return a new array "
                 "instead (a caller's data must never change)", on)
     return result
+
+
+def _copy(value):
+    """A deep copy, or the value itself when it cannot be copied (a model holding read-only mappings)."""
+    try:
+        return copy.deepcopy(value)
+    except TypeError:
+        return value
 
 
 def as_array(got, what, on, shape=None, hint=""):

@@ -1,6 +1,14 @@
 """The list of workbook exercises, in book order."""
 
-from . import attention_checks, learning_checks, lloyd_checks, thm21_checks, thm22_checks, variants_checks
+from . import (
+    attention_checks,
+    certificate_checks,
+    learning_checks,
+    lloyd_checks,
+    thm21_checks,
+    thm22_checks,
+    variants_checks,
+)
 from .runner import Exercise
 
 __all__ = ["CHAPTERS", "EXERCISES"]
@@ -11,12 +19,15 @@ CHAPTERS = (
     "Attention as a soft nearest-neighbour lookup",
     "The k-means transformer (Theorem 2.1)",
     "Dot-product attention and the FFN (Theorem 2.2)",
+    "How large must γ be?",
     "Soft k-means",
     "Spherical k-means",
+    "Trimmed k-means from norm-max attention",
     "Robust k-means from sparsemax attention",
+    "Randomized k-medoids from Gumbel attention",
     "Learning a clustering layer",
 )
-_LLOYD, _ATTN, _T21, _T22, _SOFT, _SPHERE, _ROBUST, _LEARN = CHAPTERS
+_LLOYD, _ATTN, _T21, _T22, _CERT, _SOFT, _SPHERE, _TRIM, _ROBUST, _MEDOIDS, _LEARN = CHAPTERS
 
 EXERCISES = tuple(
     Exercise(stem[:2], stem, function, chapter, level, summary, check)
@@ -40,20 +51,32 @@ EXERCISES = tuple(
          "dot-product CAX weights that reproduce Euclidean attention", thm22_checks.check_dot_cax_weights),
         ("09_sqnorm_ffn", "sqnorm_ffn", _T22, "medium",
          "a relu^2 FFN that maintains the centers' squared norms", thm22_checks.check_sqnorm_ffn),
-        ("10_soft_kmeans_transformer", "soft_kmeans_transformer", _SOFT, "medium",
+        ("10_softmax_gap_bound", "softmax_gap_bound", _CERT, "medium",
+         "the softmax-hardmax bound the certificate applies, checked against measured distances",
+         certificate_checks.check_softmax_gap_bound),
+        ("11_soft_kmeans_transformer", "soft_kmeans_transformer", _SOFT, "medium",
          "derive the soft k-means transformer from Theorem 2.1",
          variants_checks.check_soft_kmeans_transformer),
-        ("11_spherical_normalize", "spherical_normalize", _SPHERE, "medium",
+        ("12_spherical_normalize", "spherical_normalize", _SPHERE, "medium",
          "a spherical normalization that leaves the id block intact",
          variants_checks.check_spherical_normalize),
-        ("12_sparsemax", "sparsemax", _ROBUST, "medium",
+        ("13_normmax_inf", "normmax_inf", _TRIM, "medium",
+         "inf-norm normmax from its definition (a linear program checks it)", variants_checks.check_normmax_inf),
+        ("14_sparsemax", "sparsemax", _ROBUST, "medium",
          "sparsemax, the Euclidean projection onto the simplex", variants_checks.check_sparsemax),
-        ("13_smoothed_loss", "smoothed_loss", _LEARN, "medium",
+        ("15_medoid_law", "medoid_law", _MEDOIDS, "medium",
+         "the law of the next medoids, checked against the Gumbel transformer's draws",
+         variants_checks.check_medoid_law),
+        ("16_smoothed_loss", "smoothed_loss", _LEARN, "medium",
          "the smoothed k-means loss, an upper bound of the objective", learning_checks.check_smoothed_loss),
-        ("14_train_tiny_model", "train_tiny_model", _LEARN, "hard",
+        ("17_train_tiny_model", "train_tiny_model", _LEARN, "hard",
          "train a one-layer model for 100 steps and beat one Lloyd step",
          learning_checks.check_train_tiny_model),
-        ("15_name_block", "name_block", _LEARN, "medium",
+        ("18_name_block", "name_block", _LEARN, "medium",
          "name the block of a disguised Equation 5 weight triple", learning_checks.check_name_block),
+        ("19_without_reembedding", "without_reembedding", _LEARN, "medium",
+         "feed the trained layer its own tokens and watch it diverge", learning_checks.check_without_reembedding),
+        ("20_assignment_basis", "assignment_basis", _LEARN, "warm-up",
+         "read the assignment channel's basis from the weights", learning_checks.check_assignment_basis),
     )
 )

@@ -24,7 +24,7 @@ def _loss_by_definition(X, C, tau):
 
 
 def check_smoothed_loss(smoothed_loss):
-    """Exercise 13: the smoothed k-means loss of DESIGN §6, an upper bound of the objective."""
+    """Exercise 16: the smoothed k-means loss of DESIGN §6, an upper bound of the objective."""
     rng = np.random.default_rng(13)
     tasks = [gaussian_mixture(rng, n=20, d=2, k=3)[:2] for _ in range(3)]
     X, C = tasks[0]
@@ -72,7 +72,7 @@ def _held_out(d, k, n, n_tasks):
 
 
 def check_train_tiny_model(train_tiny_model):
-    """Exercise 14: a trained one-layer model that beats one Lloyd step on held-out tasks."""
+    """Exercise 17: a trained one-layer model that beats one Lloyd step on held-out tasks."""
     d, k, n = 2, 3, 32
     on = "    rng = numpy.random.default_rng(0)"
     start = time.perf_counter()
@@ -107,7 +107,7 @@ def _block_weights(block, d, k, rng):
 
 
 def check_name_block(name_block):
-    """Exercise 15: name the block a (noisy, rescaled) weight triple belongs to."""
+    """Exercise 18: name the block a (noisy, rescaled) weight triple belongs to."""
     rng = np.random.default_rng(15)
     d, k = 3, 4
     truth = [b for b in ("CAX", "SAX", "CAC", "SAC") for _ in range(3)]
@@ -121,3 +121,53 @@ def check_name_block(name_block):
                "  hint: which coordinates do Wq and Wk read (x: positions, y: ids)? what does Wv write, "
                "and with which sign? compare the block norms, not single entries")
     return f"named all {len(truth)} noisy weight triples correctly"
+
+
+def check_without_reembedding(without_reembedding):
+    """Exercise 19: the loop without re-embedding, on the committed quick model, and what it does."""
+    from ..learning import experiments, run_steps
+    from ..learning.evaluate import evaluation_tasks, log_objective_curve
+    from ..learning.train import load_result
+
+    run = load_result(experiments.checkpoint_path("quick", "d+k", 0))
+    X, init = evaluation_tasks(run.config, 4, n=128)
+    on = "  (the committed quick model, d = 32, k = 10; 4 held-out tasks of n = 128, 20 steps)\n"
+    got = call(without_reembedding, run.theta, X, init, run.config.model, 20, on=on)
+    expected = run_steps(run.theta, X, init, run.config.model, 20, reembed=False)
+    got = np.asarray(got, dtype=float)
+    expect(got.shape == expected.shape, f"expected shape {expected.shape}, got {got.shape}\n{on}")
+    finite = np.isfinite(expected)
+    expect(np.array_equal(np.isfinite(got), finite) and np.allclose(got[finite], expected[finite], rtol=1e-9),
+           "your centers differ from the layer applied to its own output tokens\n" + on
+           + "  hint: embed once, then P, Q = transformer_layer(P, Q, blocks) and read Q's x block each step")
+    fed_back = log_objective_curve(X, got)[0]
+    reembedded = log_objective_curve(X, run_steps(run.theta, X, init, run.config.model, 20))[0]
+    expect(fed_back[-1] > reembedded[-1],
+           f"without re-embedding the run should end worse than with it; got {fed_back[-1]:.3g} vs "
+           f"{reembedded[-1]:.3g}\n" + on)
+    return (f"fed back its own tokens the layer ends at mean log objective {fed_back[-1]:.3g} "
+            f"(re-embedded: {reembedded[-1]:.3g}): it was trained for one step from fresh tokens")
+
+
+def check_assignment_basis(assignment_basis):
+    """Exercise 20: read the assignment channel's basis from the weights of a rotated construction."""
+    from dataclasses import replace
+
+    from scipy.linalg import block_diag
+
+    from ..lloyd_transformer import lloyd_transformer
+
+    rng = np.random.default_rng(23)
+    for d, k in ((2, 3), (4, 5)):
+        built = lloyd_transformer(d, k, gamma=1e3, config="faithful")
+        R = rng.normal(size=(k, k))
+        G = block_diag(np.eye(d), R)
+        blocks = dict(built.blocks)
+        blocks["CAX"] = replace(blocks["CAX"], Wv=G @ blocks["CAX"].Wv)
+        blocks["CAC"] = replace(blocks["CAC"], Wk=blocks["CAC"].Wk @ np.linalg.inv(G))
+        model = KMeansTransformer(built.layout, blocks, name="construction, y in another basis")
+        on = f"  (the Theorem 2.1 construction with d={d}, k={k}, its assignments written in an unknown basis R)\n"
+        got = as_array(call(assignment_basis, model, on=on), "R", on, shape=(k, k))
+        expect_close(got, R, "R", on, atol=1e-12,
+                     hint="CAX's value matrix maps y to y through R in this model (the identity in Equation 5)")
+    return "R recovered from CAX's value matrix for two models"

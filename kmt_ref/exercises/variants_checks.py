@@ -1,7 +1,7 @@
 """Checks for the variant chapters "Soft k-means", "Spherical k-means" and "Robust k-means from sparsemax attention"."""
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import linprog, minimize
 from scipy.special import softmax
 
 from ..geometry import squared_distances
@@ -24,7 +24,7 @@ def _project_to_simplex(z):
 
 
 def check_sparsemax(sparsemax):
-    """Exercise 12: sparsemax against a numerical projection onto the simplex."""
+    """Exercise 14: sparsemax against a numerical projection onto the simplex."""
     rng = np.random.default_rng(10)
     cases = [
         np.array([[0.0, 0.0]]),
@@ -56,7 +56,7 @@ def _soft_kmeans(X, C, beta, n_iter):
 
 
 def check_soft_kmeans_transformer(soft_kmeans_transformer):
-    """Exercise 10: a transformer that runs soft k-means exactly."""
+    """Exercise 11: a transformer that runs soft k-means exactly."""
     rng = np.random.default_rng(11)
     X, C, _ = gaussian_mixture(rng, n=40, d=2, k=3)
     for beta in (1.0, 30.0):
@@ -81,7 +81,7 @@ def _spherical_step(X, C):
 
 
 def check_spherical_normalize(spherical_normalize):
-    """Exercise 11: a normalization of the center tokens that leaves the id block intact."""
+    """Exercise 12: a normalization of the center tokens that leaves the id block intact."""
     rng = np.random.default_rng(12)
     d, k = 3, 4
     layout = TokenLayout(d, k)
@@ -110,3 +110,66 @@ def check_spherical_normalize(spherical_normalize):
     expect_close(got[:, :d], _spherical_step(X, C0), "centers after one spherical k-means step", on,
                  atol=1e-10)
     return "x block normalized, ids intact: layer + normalization = one spherical k-means step"
+
+
+def _normmax_lp_value(z, t):
+    """Brute force: ``max_p <p, z> - t max_i p_i`` over the simplex, as a linear program in (p, m)."""
+    r = z.shape[0]
+    # minimize -(z.p) + t m  s.t.  p_i - m <= 0,  sum p = 1,  p >= 0
+    res = linprog(np.concatenate([-z, [t]]), A_ub=np.hstack([np.eye(r), -np.ones((r, 1))]), b_ub=np.zeros(r),
+                  A_eq=np.concatenate([np.ones(r), [0.0]])[None, :], b_eq=[1.0],
+                  bounds=[(0, None)] * r + [(None, None)], method="highs")
+    return -res.fun
+
+
+def check_normmax_inf(normmax_inf):
+    """Exercise 13: inf-norm normmax against a linear program, and its uniform-on-support form."""
+    rng = np.random.default_rng(21)
+    cases = [(np.array([[3.0, 2.0, 0.0, -5.0]]), 1.5), (np.array([[1.0, 1.0, 1.0]]), 0.1),
+             (rng.normal(size=(8, 6)), 0.7), (rng.normal(size=(4, 5)), 20.0)]
+    for z, t in cases:
+        on = inputs(scores=z, t=t)
+        got = as_array(call(normmax_inf, z, t, on=on), "weights", on, shape=z.shape)
+        expect(np.all(got >= -1e-12) and np.allclose(got.sum(axis=1), 1.0, atol=1e-9),
+               f"every row must be a probability vector; got row sums {got.sum(axis=1)}\n  on input:\n{on}")
+        values = (got * z).sum(axis=1) - t * got.max(axis=1)
+        best = np.array([_normmax_lp_value(row, t) for row in z])
+        expect_close(values, best, "objective <p, z> - t max p of your rows", on, atol=1e-8,
+                     hint="an optimum is uniform on the top s scores: compare mean(top s) - t / s over s")
+        for row in got:
+            kept = row[row > 1e-12]
+            expect(np.allclose(kept, kept[0]), f"weights must be uniform on their support; got {row}\n"
+                   f"  on input:\n{on}")
+    return "inf-norm normmax reaches the linear program's optimum on 14 rows, uniform on its support"
+
+
+def check_medoid_law(medoid_law):
+    """Exercise 15: the medoid law, by definition and against the Gumbel transformer's draws."""
+    from scipy.stats import chisquare
+
+    from ..variants.kmedoids import kmedoids_transformer
+
+    rng = np.random.default_rng(22)
+    X = rng.normal(size=(12, 2))
+    C = np.array([X[0], X[1], [40.0, 40.0]])  # the third center has no point: all points are its candidates
+    temperature = 0.5
+    on = inputs(X=X, centers=C, temperature=temperature)
+    got = as_array(call(medoid_law, X, C, temperature, on=on), "law", on, shape=(3, 12))
+    D = squared_distances(C, X)
+    labels = np.argmin(D, axis=0)
+    expected = np.zeros_like(D)
+    for j in range(3):
+        S = labels == j if np.any(labels == j) else np.ones(12, dtype=bool)
+        expected[j, S] = softmax(-D[j, S] / temperature)
+    expect_close(got, expected, "law", on, atol=1e-12,
+                 hint="softmax of -||x_i - c_j||^2 / temperature over the candidates of center j only")
+    model = kmedoids_transformer(2, 3, temperature)
+    draws = np.array([model.run(X, C, 1, rng=np.random.default_rng(s)).centers[1, 0] for s in range(1500)])
+    # A medoid is a data point up to the rounding of the residual (c + x) - c.
+    picked = np.argmin(squared_distances(draws, X), axis=1)
+    support = np.flatnonzero(got[0] > 0)
+    counts = np.array([np.sum(picked == i) for i in support])
+    p = chisquare(counts, 1500 * got[0, support] / got[0, support].sum()).pvalue
+    expect(p > 1e-4, f"1500 draws of the Gumbel-max transformer do not follow your law for center 0 "
+           f"(chi-square p = {p:.1e})\n  on input:\n{on}")
+    return "your law is the definition, and the Gumbel-max transformer's 1500 draws follow it"

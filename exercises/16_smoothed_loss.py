@@ -1,6 +1,6 @@
-"""Exercise 13 (medium) - chapter "Learning a clustering layer".
+"""Exercise 16 (medium) - chapter "Learning a clustering layer".
 
-Check your answer: ``python -m kmt_ref.exercises check 13``
+Check your answer: ``python -m kmt_ref.exercises check 16``
 """
 
 import autograd.numpy as np
@@ -32,4 +32,4 @@ def smoothed_loss(X, centers, tau):
     (``X[..., :, None, :] - centers[..., None, :, :]``). Subtract the row
     maximum of ``-r / tau`` before ``exp``, or a tiny tau gives 0 / 0.
     """
-    raise NotImplementedError("exercise 13: write smoothed_loss")
+    raise NotImplementedError("exercise 16: write smoothed_loss")

@@ -1,4 +1,4 @@
-"""Reference solution of exercise 12."""
+"""Reference solution of exercise 14."""
 
 import numpy as np
 

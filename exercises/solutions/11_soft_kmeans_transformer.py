@@ -1,4 +1,4 @@
-"""Reference solution of exercise 10."""
+"""Reference solution of exercise 11."""
 
 from kmt_ref import Block, KMeansTransformer, TokenLayout
 from kmt_ref.lloyd_transformer import equation5_weights

@@ -1,6 +1,6 @@
-"""Exercise 15 (medium) - chapter "Learning a clustering layer".
+"""Exercise 18 (medium) - chapter "Learning a clustering layer".
 
-Check your answer: ``python -m kmt_ref.exercises check 15``
+Check your answer: ``python -m kmt_ref.exercises check 18``
 """
 
 import numpy as np
@@ -36,4 +36,4 @@ def name_block(Wq, Wk, Wv, d, k):
     trace of the block it writes)? Use block norms or traces, not single
     entries: the noise is comparable to an off-diagonal entry.
     """
-    raise NotImplementedError("exercise 15: write name_block")
+    raise NotImplementedError("exercise 18: write name_block")

@@ -1,6 +1,6 @@
-"""Exercise 12 (medium) - chapter "Robust k-means from sparsemax attention".
+"""Exercise 14 (medium) - chapter "Robust k-means from sparsemax attention".
 
-Check your answer: ``python -m kmt_ref.exercises check 12``
+Check your answer: ``python -m kmt_ref.exercises check 14``
 """
 
 import numpy as np
@@ -28,4 +28,4 @@ def sparsemax(scores):
     support size is the largest ``s`` with ``1 + s z_(s) > z_(1) + ... + z_(s)``,
     and then ``tau = (z_(1) + ... + z_(s) - 1) / s``.
     """
-    raise NotImplementedError("exercise 12: write sparsemax")
+    raise NotImplementedError("exercise 14: write sparsemax")

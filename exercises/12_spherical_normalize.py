@@ -1,6 +1,6 @@
-"""Exercise 11 (medium) - chapter "Spherical k-means".
+"""Exercise 12 (medium) - chapter "Spherical k-means".
 
-Check your answer: ``python -m kmt_ref.exercises check 11``
+Check your answer: ``python -m kmt_ref.exercises check 12``
 """
 
 import numpy as np
@@ -32,4 +32,4 @@ def spherical_normalize(Q, d, k):
     and compares with a spherical k-means step: on the sphere, the nearest
     center is the one of largest cosine.
     """
-    raise NotImplementedError("exercise 11: write spherical_normalize")
+    raise NotImplementedError("exercise 12: write spherical_normalize")

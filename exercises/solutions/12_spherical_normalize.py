@@ -1,4 +1,4 @@
-"""Reference solution of exercise 11."""
+"""Reference solution of exercise 12."""
 
 import numpy as np
 

@@ -1,6 +1,6 @@
-"""Exercise 14 (hard) - chapter "Learning a clustering layer".
+"""Exercise 17 (hard) - chapter "Learning a clustering layer".
 
-Check your answer: ``python -m kmt_ref.exercises check 14``
+Check your answer: ``python -m kmt_ref.exercises check 17``
 
 The helpers below are complete; write ``train_tiny_model``.
 """
@@ -48,7 +48,7 @@ def centers_after_one_layer(params, gamma, X, init):
 def train_tiny_model(rng):
     """Train the one-layer model for 100 steps so that it beats one Lloyd step.
 
-    Loss: the smoothed k-means loss of exercise 13 (tau = 0.1) of the centers
+    Loss: the smoothed k-means loss of exercise 16 (tau = 0.1) of the centers
     after one layer, averaged over a batch of 16 fresh tasks per step. Start
     from ``initial_params()``, take 100 Adam steps (learning rate 0.01,
     betas 0.9 / 0.999) on the 12 matrices with ``autograd.grad``, and return
@@ -73,4 +73,4 @@ def train_tiny_model(rng):
     Adam, per matrix: ``m = 0.9 m + 0.1 g``; ``v = 0.999 v + 0.001 g**2``;
     ``W -= lr * (m / (1 - 0.9**t)) / (sqrt(v / (1 - 0.999**t)) + 1e-8)``.
     """
-    raise NotImplementedError("exercise 14: write train_tiny_model")
+    raise NotImplementedError("exercise 17: write train_tiny_model")

@@ -1,4 +1,4 @@
-"""Reference solution of exercise 14 (the helpers are those of the starter file)."""
+"""Reference solution of exercise 17 (the helpers are those of the starter file)."""
 
 import autograd.numpy as anp
 import numpy as np
@@ -41,7 +41,7 @@ def centers_after_one_layer(params, gamma, X, init):
 
 
 def smoothed_loss(X, centers, tau=0.1):
-    """Exercise 13: mean over tasks of sum_ij softmax_j(-r_ij / tau) r_ij."""
+    """Exercise 16: mean over tasks of sum_ij softmax_j(-r_ij / tau) r_ij."""
     r = anp.sum((X[..., :, None, :] - centers[..., None, :, :]) ** 2, axis=-1)
     s = -r / tau
     e = anp.exp(s - anp.max(s, axis=-1, keepdims=True))

@@ -1,4 +1,4 @@
-"""Reference solution of exercise 15."""
+"""Reference solution of exercise 18."""
 
 import numpy as np
 

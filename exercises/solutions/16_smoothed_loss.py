@@ -1,4 +1,4 @@
-"""Reference solution of exercise 13."""
+"""Reference solution of exercise 16."""
 
 import autograd.numpy as np
 

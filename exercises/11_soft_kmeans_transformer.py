@@ -1,6 +1,6 @@
-"""Exercise 10 (medium) - chapter "Soft k-means".
+"""Exercise 11 (medium) - chapter "Soft k-means".
 
-Check your answer: ``python -m kmt_ref.exercises check 10``
+Check your answer: ``python -m kmt_ref.exercises check 11``
 """
 
 import numpy as np
@@ -35,4 +35,4 @@ def soft_kmeans_transformer(d, k, beta):
     divides scores by their sum?). A reset computed with softmax would blur
     points together: which normalizer makes a token attend to itself only?
     """
-    raise NotImplementedError("exercise 10: write soft_kmeans_transformer")
+    raise NotImplementedError("exercise 11: write soft_kmeans_transformer")
