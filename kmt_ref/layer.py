@@ -1,6 +1,6 @@
 """The k-means transformer layer: four attention blocks and residual connections.
 
-One layer is one Lloyd iteration (DESIGN §3)::
+One layer is one Lloyd iteration::
 
     P <- P + A(P, Q; CAX) + A(P, P; SAX)    points read centers; points reset
     Q <- Q + A(Q, P; CAC) + A(Q, Q; SAC)    centers read the NEW points; centers reset

@@ -24,7 +24,7 @@ def _loss_by_definition(X, C, tau):
 
 
 def check_smoothed_loss(smoothed_loss):
-    """Exercise 16: the smoothed k-means loss of DESIGN §6, an upper bound of the objective."""
+    """Exercise 16: the smoothed k-means loss, an upper bound of the objective."""
     rng = np.random.default_rng(13)
     tasks = [gaussian_mixture(rng, n=20, d=2, k=3)[:2] for _ in range(3)]
     X, C = tasks[0]

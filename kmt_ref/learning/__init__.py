@@ -1,4 +1,4 @@
-"""Learning the k-means transformer with autograd (DESIGN §6, issue 5).
+"""Learning the k-means transformer with autograd.
 
 Modules, in reading order: ``tasks`` (random clustering tasks), ``model`` (the
 learnable one-layer transformer, built on :func:`kmt_ref.layer.transformer_layer`),

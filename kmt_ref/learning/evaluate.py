@@ -1,4 +1,4 @@
-"""Multi-step evaluation of a trained layer against Lloyd's algorithm (DESIGN §6).
+"""Multi-step evaluation of a trained layer against Lloyd's algorithm.
 
 The single trained layer is applied ``n_steps`` times, re-embedding before
 every step: the tokens are rebuilt from the current centers (assignment block

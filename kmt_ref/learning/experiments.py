@@ -1,4 +1,4 @@
-"""The paper's learning experiments as functions (DESIGN §6, issue 5).
+"""The paper's learning experiments as functions.
 
 Each experiment trains -- or loads, or resumes -- its models through
 :func:`trained`, evaluates them on held-out tasks, and returns a JSON-able dict

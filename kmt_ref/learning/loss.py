@@ -1,4 +1,4 @@
-"""The training loss: a smoothed upper bound of the k-means objective (DESIGN §6).
+"""The training loss: a smoothed upper bound of the k-means objective.
 
 For a task with points ``x_i`` and centers ``c_j``, ``r_ij = ||x_i - c_j||^2``::
 

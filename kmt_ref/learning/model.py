@@ -1,4 +1,4 @@
-"""The learnable one-layer k-means transformer (DESIGN §6).
+"""The learnable one-layer k-means transformer.
 
 Four Euclidean softmax attention blocks (CAX, SAX, CAC, SAC), each with learned
 ``Wq, Wk, Wv`` of shape ``(D, D)`` and biases ``bq, bk, bv`` of shape ``(D,)``:

@@ -1,4 +1,4 @@
-"""Resumable training of the one-layer k-means transformer (DESIGN §6).
+"""Resumable training of the one-layer k-means transformer.
 
 Each step draws a fresh batch of tasks, applies ONE layer from the tasks'
 initial centers, and takes an Adam step on the smoothed k-means objective of

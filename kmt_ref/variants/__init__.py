@@ -1,1 +1,1 @@
-"""Variants of the k-means transformer: change one mechanism, get another algorithm (DESIGN §5)."""
+"""Variants of the k-means transformer: change one mechanism, get another algorithm."""

@@ -21,7 +21,7 @@
   query/key weights ``sqrt(G) P_y + P_x / sqrt(temperature)``. Its attention
   row is one-hot, so the new center is a row of X.
 
-This construction is the project's own (DESIGN §5 marks it [derive]; the
+This construction is the project's own (the
 paper's exact formula is not available).
 
 Proposition (randomized k-medoids by Gumbel attention). Draw the CAC Gumbel

@@ -1,6 +1,6 @@
 """Robust k-means: each center is a sparsemax-weighted mean of its members.
 
-Classical rule (the authors' baseline in their public code, DESIGN §5): with
+Classical rule (the authors' baseline in their public code): with
 ``r_i = ||x_i - c_j||^2`` the squared distance of member ``i`` of cluster
 ``j`` to its (old, nearest) center and ``S_j`` the members::
 
@@ -13,7 +13,7 @@ dropped, so outliers stop pulling the center. An empty cluster uses all
 points as its candidates (this project's policy; the baseline leaves it
 undefined).
 
-Transformer (this project's weights; DESIGN §5 marks them [derive], the
+Transformer (this project's weights; the
 paper's exact formula is not available): Theorem 2.1 with one block changed,
 CAC, which gets sparsemax attention and query/key weights
 ``P_y + sqrt(eps) P_x``, ``eps = a / sqrt(d)``. Its score is

@@ -6,7 +6,7 @@ Algorithms*, ch. 20, "soft k-means, version 1"), stiffness ``beta > 0``::
     R_ij    = softmax_j(-beta ||x_i - c_j||^2)           responsibilities, (n, k)
     c_j    <- sum_i R_ij x_i / sum_i R_ij                 responsibility-weighted means
 
-Mechanism changed (DESIGN §5): in the Theorem 2.1 layer, CAX's hardmax becomes a
+Mechanism changed: in the Theorem 2.1 layer, CAX's hardmax becomes a
 softmax at the finite inverse temperature ``gamma = beta``, and CAC reads the
 (now fractional) assignment block with linear attention. That is *exactly* the
 ``config="validated"`` layer of :func:`~kmt_ref.lloyd_transformer.lloyd_transformer`

@@ -7,7 +7,7 @@ normalize the points and the initial centers to unit length, then repeat::
     a(i)   = argmax_j  x_i . c_j                    largest cosine (ties: lowest j)
     c_j   <- m_j / ||m_j||,  m_j = mean of the x_i with a(i) = j
 
-Mechanism changed (DESIGN §5, the project's own construction): the
+Mechanism changed (the project's own construction): the
 ``config="validated"`` Theorem 2.1 layer at ``gamma = inf`` (Equation 5
 weights, hardmax CAX, identity resets, linear CAC) with
 

@@ -11,7 +11,7 @@ Three classical algorithms and one transformer:
   0.95-quantile of their squared distances to its center and moves to the
   mean of the rest. The trim is per cluster and its size is a fraction.
 * :func:`gap_trimmed_kmeans` -- the rule the transformer computes exactly
-  (this project's construction; DESIGN §5 marks it [derive], the paper's
+  (this project's construction; the paper's
   formula is not available). Each center trims its own members: with
   ``r_i = ||x_i - c_j||^2`` for the members ``S_j`` of center j, member i is
   kept iff its *cumulative gap* is at most ``t``::
