@@ -2,6 +2,7 @@
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
 __all__ = ["sweep_heatmaps", "gap_collapse", "bound_vs_measured", "paper_sweep_heatmaps"]
 
@@ -145,7 +146,8 @@ def paper_sweep_heatmaps(result, gamma, authors=None):
 
     authors = load_authors() if authors is None else authors
     names = {"k": "clusters k", "d": "dimensions d", "n": "points n", "scale": "scale"}
-    fig, axes = plt.subplots(2, len(HEATMAPS), figsize=(4.0 * len(HEATMAPS), 7.0), layout="constrained")
+    fig = Figure(figsize=(4.0 * len(HEATMAPS), 7.0), layout="constrained")
+    axes = fig.subplots(2, len(HEATMAPS))
     image = None
     for col, (rows_axis, cols_axis) in enumerate(HEATMAPS):
         rv, cv, ours, theirs = heatmap_grids(result, float(gamma), rows_axis, cols_axis, authors)

@@ -5,7 +5,8 @@ import re
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import animation
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+from matplotlib.figure import Figure
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 from ..layer import BLOCK_NAMES
 
@@ -50,7 +51,8 @@ def plot_layer_diagram():
     -------
     matplotlib.figure.Figure
     """
-    fig, ax = plt.subplots(figsize=(11, 5.0))
+    fig = Figure(figsize=(11, 5.0))
+    ax = fig.subplots()
     ax.set_xlim(0, 11)
     ax.set_ylim(-0.2, 5.0)
     ax.axis("off")
@@ -79,11 +81,11 @@ def plot_layer_diagram():
         start = (x + 0.6, y + 0.5) if name in ("CAX", "SAX") else (x + 0.6, y - 0.5)
         _arrow(ax, start, target, color="C3")
     for x, y in plus.values():
-        ax.add_patch(plt.Circle((x, y), 0.17, fc="white", ec="C3", lw=1.5, zorder=3))
+        ax.add_patch(Circle((x, y), 0.17, fc="white", ec="C3", lw=1.5, zorder=3))
         ax.text(x, y, "+", ha="center", va="center", color="C3", fontsize=12, zorder=4)
     ax.text(5.5, 4.75, "P_t+1 = P_t + CAX(P_t, Q_t) + SAX(P_t, P_t)", ha="center", fontsize=10)
     ax.text(5.5, -0.05, "Q_t+1 = Q_t + CAC(Q_t, P_t+1) + SAC(Q_t, Q_t)", ha="center", fontsize=10)
-    fig.tight_layout()
+    fig.set_layout_engine("tight")
     return fig
 
 
