@@ -195,6 +195,10 @@ def browser_check(binary, base_url, html_dir, artifacts, page, needs_math):
             context = text[max(0, at - 60) : at + 60]
             problems.append(f"{page}: raw TeX {delim!r} left in the rendered text: ...{context!r}")
     for src in parsed.images:
+        if src.startswith("data:"):  # embedded (the animation's frames): nothing to fetch
+            if len(src) < 100:
+                problems.append(f"{page}: an embedded image is empty")
+            continue
         status, size = fetch(urljoin(url, src))
         if status != 200 or size == 0:
             problems.append(f"{page}: image {src} served with status {status}, {size} bytes")
