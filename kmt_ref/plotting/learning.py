@@ -7,8 +7,7 @@ from matplotlib.figure import Figure
 from ..layer import BLOCK_NAMES
 from ..learning.model import unflatten
 
-__all__ = ["plot_log_objective", "plot_training_history", "plot_training_curves", "plot_weights",
-           "plot_attention_maps"]
+__all__ = ["plot_log_objective", "plot_training_curves", "plot_weights", "plot_attention_maps"]
 
 
 def _band(ax, summary, label, color, x=None):
@@ -57,35 +56,11 @@ def plot_log_objective(curves, title="mean log k-means objective", paper=None):
     return fig
 
 
-def plot_training_history(histories, eval_every=None):
-    """Validation ratio (model after one layer / Lloyd after one step) during training.
-
-    Parameters
-    ----------
-    histories : dict
-        ``{label: history}``, each with ``val_step`` and ``val_ratio`` arrays.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
-    fig = Figure(figsize=(5.5, 3.4), layout="constrained")
-    ax = fig.subplots()
-    for label, h in histories.items():
-        ax.plot(h["val_step"], h["val_ratio"], label=label)
-    ax.axhline(1.0, color="k", linestyle="--", linewidth=1, label="Lloyd (one step)")
-    ax.set_yscale("log")
-    ax.set_xlabel("training step")
-    ax.set_ylabel("validation objective / Lloyd")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    return fig
-
-
 def plot_training_curves(histories, window=50):
     """Training loss and validation ratio over seeds: median (line), min-max (band).
 
-    The paper's training figures (Figures 9 and 10) in the same form. The
+    The paper's training figures (Figures 9 and 10) in the same form; one
+    run is a list of one history (its band is then the line). The
     per-step training loss is averaged over windows of ``window`` steps first.
 
     Parameters
