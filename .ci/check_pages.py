@@ -1,11 +1,14 @@
-"""Check the built book: nothing loads from the network, and pages render in a real browser.
+"""Check the built book as a reader sees it, and print it to one PDF.
 
-Usage (the book must be built and served on 127.0.0.1; see .ci/book.sh)::
+Usage (the book must be built; see .ci/book.sh)::
 
-    python .ci/check_pages.py --html-dir book/_build/html --url http://127.0.0.1:PORT \
-        --artifacts .ci/artifacts
+    python .ci/check_pages.py --html-dir book/_build/html --artifacts .ci/artifacts \
+        --toc book/_toc.yml --pdf book/_build/html/kmt_ref-book.pdf
 
-Checks, each failing with a message that says what and where:
+The pages are served from ``--html-dir`` by a server of this script on
+127.0.0.1; every HTML response gets a small probe script that measures the
+page in the browser after MathJax has finished and writes its findings into
+the DOM. Checks, each failing with a message that says what and where:
 
 1. Static: no built HTML page loads a script, stylesheet, font, image or frame
    from an absolute http(s) or protocol-relative URL, and no CSS file in
@@ -13,32 +16,50 @@ Checks, each failing with a message that says what and where:
 2. Figures: every code cell whose last line calls a plotting function
    (``plot_*``, ``*heatmaps``, ...) has an image in its output. (A page that
    switched matplotlib to a non-inline backend once lost every later figure.)
-3. Browser: EVERY page of the book is opened in headless Chromium with every
-   host but 127.0.0.1 unresolvable, so a CDN could not rescue it. Its
-   rendered DOM (``--dump-dom``) must have no raw TeX delimiters (``$$``,
-   ``\\(``, ``\\[``) outside code, and MathJax output (``mjx-container``) if its
-   source has math; the browser console must report no uncaught error; every
-   ``<img>`` must be served with status 200 and non-empty content. Screenshots
-   of every page are saved to the artifacts folder.
+3. Browser: EVERY page of the book is opened in headless Chromium at 1280 px
+   with every host but 127.0.0.1 unresolvable, so a CDN could not rescue it.
+   It fails on: raw TeX delimiters (``$$``, ``\\(``, ``\\[``) outside code, or
+   no MathJax output (``mjx-container``) on a page whose source has math; an
+   uncaught error in the browser console; an ``<img>`` not served with status
+   200 and content; any request the page made to a host other than 127.0.0.1
+   (the browser's Resource Timing entries, failed requests included); an
+   element of the content column wider than the column, or a scrolling box
+   (code output, table, display math) whose content is wider than the box, so
+   that part of it hides behind a horizontal scrollbar. Screenshots of every
+   page are saved to the artifacts folder.
+4. PDF (with ``--pdf``): every chapter, in table-of-contents order, printed by
+   Chromium and joined by poppler's ``pdfunite``; each chapter must give at
+   least one page and the joined file exactly their sum (``pdfinfo``).
 """
 
 import argparse
+import functools
+import html
+import http.server
+import io
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.error
 import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 #: Built pages that are not chapters of the book (Sphinx's own).
 NOT_CHAPTERS = {"genindex.html", "search.html", "prf-prf.html"}
 #: A cell that ends with one of these calls shows a figure.
 PLOT_CALL = re.compile(r"(^|[\s.=])(plot\w*|\w*heatmaps|gap_collapse|bound_vs_measured|imshow|subplots)\(")
+
+#: The reader's window width, in pixels.
+WIDTH = 1280
+#: Injected into every served page (see probe.js).
+PROBE = "<script>" + (Path(__file__).parent / "probe.js").read_text(encoding="utf-8") + "</script>"
 
 #: Height of the full-page screenshot, in pixels (Chromium caps textures at 16384).
 SCREENSHOT_MAX_HEIGHT = 14000
@@ -141,6 +162,32 @@ def figure_check(html_dir):
     return problems
 
 
+class ProbingHandler(http.server.SimpleHTTPRequestHandler):
+    """Serve the built book; HTML pages get the probe script before ``</body>``."""
+
+    def send_head(self):
+        path = Path(self.translate_path(self.path))
+        if path.suffix != ".html" or not path.is_file():
+            return super().send_head()
+        body = path.read_bytes().replace(b"</body>", PROBE.encode() + b"</body>", 1)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
+
+    def log_message(self, format, *args):  # quiet: the checks report what matters
+        pass
+
+
+def serve(html_dir):
+    """Start serving ``html_dir`` on 127.0.0.1 (a free port); returns the server and its URL."""
+    handler = functools.partial(ProbingHandler, directory=str(html_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
 def chromium_binary():
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)
@@ -174,18 +221,27 @@ def fetch(url):
 def browser_check(binary, base_url, html_dir, artifacts, page, needs_math):
     """Problems on one page; saves its DOM and screenshot to ``artifacts``."""
     url = f"{base_url.rstrip('/')}/{page}"
-    dom, console = run_chromium(binary, ["--dump-dom"], url)
+    dom, console = run_chromium(binary, ["--dump-dom", f"--window-size={WIDTH},1600"], url)
     stem = Path(page).stem
     (artifacts / f"{stem}.dom.html").write_text(dom, encoding="utf-8")
     parsed = parse(dom)
     # The top of the page, and the whole page in one tall shot (figures included).
-    shots = {stem: "1280,1600", f"{stem}.full": f"1280,{SCREENSHOT_MAX_HEIGHT}"}
+    shots = {stem: f"{WIDTH},1600", f"{stem}.full": f"{WIDTH},{SCREENSHOT_MAX_HEIGHT}"}
     problems = [f"{page}: console error: {line.split('CONSOLE', 1)[1][:300]}" for line in console
                 if "Uncaught" in line or "Error" in line]
     for name, size in shots.items():
         run_chromium(binary, [f"--screenshot={artifacts / (name + '.png')}", f"--window-size={size}"], url)
         if not (artifacts / f"{name}.png").is_file():
             problems.append(f"{page}: no screenshot {name}.png was written")
+    probe = re.search(r'<pre id="kmt-probe"[^>]*>(.*?)</pre>', dom, re.S)
+    if probe is None:
+        problems.append(f"{page}: the probe did not report (the page did not finish loading)")
+    else:
+        found = json.loads(html.unescape(probe.group(1)))
+        problems += [f"{page}: wider than the content column at {WIDTH} px: {w}" for w in found["wide"]]
+        problems += [f"{page}: hidden behind a horizontal scrollbar at {WIDTH} px: {h}" for h in found["hidden"]]
+        problems += [f"{page}: request leaves 127.0.0.1: {r}" for r in found["requests"]
+                     if urlsplit(r).scheme in ("http", "https", "ws", "wss") and urlsplit(r).hostname != "127.0.0.1"]
     if needs_math and parsed.math_containers == 0:
         problems.append(f"{page}: no MathJax output (mjx-container) in the rendered DOM")
     text = "".join(parsed.text)
@@ -207,29 +263,84 @@ def browser_check(binary, base_url, html_dir, artifacts, page, needs_math):
     return problems
 
 
+def chapters(toc):
+    """The pages of the book in reading order, from ``_toc.yml`` (root first)."""
+    text = Path(toc).read_text(encoding="utf-8")
+    root = re.search(r"^root:\s*(\S+)", text, re.M).group(1)
+    return [root, *re.findall(r"^\s*- file:\s*(\S+)", text, re.M)]
+
+
+def pdf_pages(path):
+    info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
+    return int(re.search(r"^Pages:\s*(\d+)", info, re.M).group(1))
+
+
+def print_pdf(binary, base_url, pages, out):
+    """Print every page with Chromium, join them with pdfunite; problems, and the page counts."""
+    problems, counts = [], {}
+    for tool in ("pdfunite", "pdfinfo"):
+        if shutil.which(tool) is None:
+            return [f"PDF: {tool} not found (apt-get install poppler-utils)"], counts
+    with tempfile.TemporaryDirectory(prefix="kmt-pdf-") as tmp:
+        parts = []
+        for page in pages:
+            part = Path(tmp) / f"{len(parts):02d}-{page}.pdf"
+            run_chromium(binary, [f"--print-to-pdf={part}", "--no-pdf-header-footer"], f"{base_url}/{page}.html")
+            if not part.is_file():
+                problems.append(f"PDF: Chromium wrote no PDF for {page}.html")
+                continue
+            counts[page] = pdf_pages(part)
+            if counts[page] < 1:
+                problems.append(f"PDF: {page}.html printed to {counts[page]} pages")
+            parts.append(str(part))
+        subprocess.run(["pdfunite", *parts, str(out)], check=True)
+    total = pdf_pages(out)
+    if total != sum(counts.values()):
+        problems.append(f"PDF: {out} has {total} pages, its chapters {sum(counts.values())}")
+    print(f"PDF: {out}, {total} pages ({', '.join(f'{p} {n}' for p, n in counts.items())})")
+    return problems, counts
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--html-dir", type=Path, required=True)
-    parser.add_argument("--url", required=True, help="where --html-dir is served, e.g. http://127.0.0.1:8000")
     parser.add_argument("--artifacts", type=Path, required=True)
+    parser.add_argument("--toc", type=Path, help="_toc.yml: the chapters that go into the PDF, in order")
+    parser.add_argument("--pdf", type=Path, help="write the whole book to this PDF (needs --toc)")
     args = parser.parse_args(argv)
+    if args.pdf and not args.toc:
+        parser.error("--pdf needs --toc")
     args.artifacts.mkdir(parents=True, exist_ok=True)
 
     problems = static_check(args.html_dir)
     print(f"static check: {len(list(args.html_dir.rglob('*.html')))} HTML pages scanned for remote resources")
     problems += figure_check(args.html_dir)
     binary = chromium_binary()
-    checked = 0
-    for page in sorted(p.name for p in args.html_dir.glob("*.html") if p.name not in NOT_CHAPTERS):
-        source = args.html_dir / "_sources" / (Path(page).stem + ".md")
-        text = source.read_text(encoding="utf-8") if source.is_file() else ""
-        needs_math = "$" in text or "{math}" in text
-        problems += browser_check(binary, args.url, args.html_dir, args.artifacts, page, needs_math)
-        checked += 1
+    server, base_url = serve(args.html_dir)
+    try:
+        checked = 0
+        for page in sorted(p.name for p in args.html_dir.glob("*.html") if p.name not in NOT_CHAPTERS):
+            source = args.html_dir / "_sources" / (Path(page).stem + ".md")
+            text = source.read_text(encoding="utf-8") if source.is_file() else ""
+            needs_math = "$" in text or "{math}" in text
+            problems += browser_check(binary, base_url, args.html_dir, args.artifacts, page, needs_math)
+            checked += 1
+        if args.pdf:
+            pages = chapters(args.toc)
+            missing = [p for p in pages if not (args.html_dir / f"{p}.html").is_file()]
+            problems += [f"PDF: chapter {p} was not built" for p in missing]
+            pdf_problems, _ = print_pdf(binary, base_url, [p for p in pages if p not in missing], args.pdf)
+            problems += pdf_problems
+            linked = (args.html_dir / "index.html").read_text(encoding="utf-8") + (
+                args.html_dir / f"{pages[0]}.html").read_text(encoding="utf-8")
+            if f'href="{args.pdf.name}"' not in linked:
+                problems.append(f"PDF: the first page does not link to {args.pdf.name}")
+    finally:
+        server.shutdown()
     if problems:
         print("book check FAILED:", *problems, sep="\n  ")
         return 1
-    print(f"book check: no remote resources; {checked} pages typeset and their figures served")
+    print(f"book check: no remote resources; {checked} pages typeset, their figures served, nothing too wide")
     return 0
 
 

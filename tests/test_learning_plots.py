@@ -11,7 +11,12 @@ def test_learning_plots_return_figures():
     config = ModelConfig(2, 3)
     theta = init_params(config, np.random.default_rng(0))
     fig = plot_weights(theta, config, reference=theta)
-    assert isinstance(fig, Figure) and len(fig.axes) == 16
+    assert isinstance(fig, Figure) and len(fig.axes) == 16 + 4  # 4 rows of blocks, a colour bar each
+    maps = [ax for ax in fig.axes if ax.get_images() and ax.get_label() != "<colorbar>"]
+    assert len(maps) == 16
+    for row in range(4):  # one colour scale per row, symmetric about 0
+        limits = {maps[4 * row + c].get_images()[0].get_clim() for c in range(4)}
+        assert len(limits) == 1 and next(iter(limits))[0] == -next(iter(limits))[1]
 
 
 def test_attention_map_plot_has_one_row_per_model():
@@ -19,7 +24,10 @@ def test_attention_map_plot_has_one_row_per_model():
 
     maps = {"CAX": np.ones((4, 2)) / 2, "SAX": np.eye(4), "CAC": np.ones((2, 4)) / 4, "SAC": np.eye(2)}
     fig = plot_attention_maps({"a": maps, "b": maps}, order=np.array([3, 2, 1, 0]))
-    assert isinstance(fig, Figure) and len(fig.axes) == 8
+    assert isinstance(fig, Figure) and len(fig.axes) == 8 + 1  # and one colour bar
+    cax = fig.axes[1]
+    assert cax.get_ylabel() == "points (queries)" and cax.get_xlabel() == "points (keys)"  # SAX
+    assert all(ax.get_images()[0].get_clim() == (0.0, 1.0) for ax in fig.axes[:8])
 
 
 def test_training_curves_plot_median_and_band_over_seeds():

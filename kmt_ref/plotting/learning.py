@@ -99,8 +99,25 @@ def plot_training_curves(histories, window=50):
     return fig
 
 
+def _block_edges(ax, d, width):
+    """Mark the x | y split of a token-by-token matrix."""
+    if d < width:
+        ax.axhline(d - 0.5, color="k", linewidth=0.6)
+        ax.axvline(d - 0.5, color="k", linewidth=0.6)
+    ticks = [(d - 1) / 2] + ([(d + width - 1) / 2] if d < width else [])
+    labels = ["x"] + (["y"] if d < width else [])
+    ax.set_xticks(ticks, labels, fontsize=7)
+    ax.set_yticks(ticks, labels, fontsize=7)
+    ax.tick_params(length=0)
+
+
 def plot_weights(theta, config, reference=None):
-    """Heat maps of ``Wq^T Wk`` and ``Wv`` of every block.
+    """Heat maps of ``Wq^T Wk`` (what a score compares) and ``Wv`` (what a value writes).
+
+    One row per matrix kind and model; the four blocks of a row share one
+    colour scale, symmetric about 0 and shown by the row's colour bar, so
+    the blocks can be compared with each other. Lines mark the ``x | y``
+    split of the token coordinates.
 
     Parameters
     ----------
@@ -110,31 +127,37 @@ def plot_weights(theta, config, reference=None):
     reference : ndarray, optional
         Parameters of a hand-built model in the same format (e.g. from
         :func:`~kmt_ref.learning.model.params_from_transformer`), drawn as a
-        second row pair for comparison.
+        second pair of rows for comparison (on its own scales).
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    rows = [("learned", theta)] + ([("construction", reference)] if reference is not None else [])
-    fig = Figure(figsize=(9, 4.4 * len(rows)), layout="constrained")
-    axes = fig.subplots(2 * len(rows), 4)
-    for r, (label, th) in enumerate(rows):
+    models = [("learned", theta)] + ([("construction", reference)] if reference is not None else [])
+    fig = Figure(figsize=(9.5, 2.3 * 2 * len(models)), layout="constrained")
+    axes = fig.subplots(2 * len(models), 4)
+    for m, (label, th) in enumerate(models):
         params = unflatten(np.asarray(th), config)
-        for c, b in enumerate(BLOCK_NAMES):
-            p = params[b]
-            for j, (name, M) in enumerate((("Wq^T Wk", p["Wq"].T @ p["Wk"]), ("Wv", p["Wv"]))):
-                ax = axes[2 * r + j, c]
-                lim = float(np.max(np.abs(M))) or 1.0
-                ax.imshow(M, cmap="RdBu_r", vmin=-lim, vmax=lim)
-                ax.set_title(f"{label} {b}: {name}", fontsize=7)
-                ax.set_xticks([])
-                ax.set_yticks([])
+        for j, (kind, matrix) in enumerate((("$W_q^T W_k$", lambda p: p["Wq"].T @ p["Wk"]),
+                                            ("$W_v$", lambda p: p["Wv"]))):
+            mats = [matrix(params[b]) for b in BLOCK_NAMES]
+            lim = max(float(np.max(np.abs(M))) for M in mats) or 1.0
+            row = axes[2 * m + j]
+            for ax, b, M in zip(row, BLOCK_NAMES, mats, strict=True):
+                image = ax.imshow(M, cmap="RdBu_r", vmin=-lim, vmax=lim)
+                ax.set_title(f"{label} {b}: {kind}", fontsize=8)
+                _block_edges(ax, config.d, config.width)
+            fig.colorbar(image, ax=list(row), shrink=0.85, pad=0.01)
     return fig
 
 
+#: Which tokens each block's queries (rows) and keys (columns) are.
+_AXES = {"CAX": ("points", "centers"), "SAX": ("points", "points"),
+         "CAC": ("centers", "points"), "SAC": ("centers", "centers")}
+
+
 def plot_attention_maps(maps_by_model, order=None):
-    """Attention weights of the four blocks, one row per model.
+    """Attention weights of the four blocks, one row per model, on one colour scale [0, 1].
 
     Parameters
     ----------
@@ -148,7 +171,7 @@ def plot_attention_maps(maps_by_model, order=None):
     -------
     matplotlib.figure.Figure
     """
-    fig = Figure(figsize=(9, 2.4 * len(maps_by_model)), layout="constrained")
+    fig = Figure(figsize=(9.5, 2.5 * len(maps_by_model)), layout="constrained")
     axes = np.atleast_2d(fig.subplots(len(maps_by_model), 4))
     for r, (label, maps) in enumerate(maps_by_model.items()):
         for c, name in enumerate(BLOCK_NAMES):
@@ -159,8 +182,12 @@ def plot_attention_maps(maps_by_model, order=None):
                 if name in ("SAX", "CAC"):
                     A = A[:, order]
             ax = axes[r, c]
-            ax.imshow(A, aspect="auto", cmap="viridis", interpolation="nearest")
+            image = ax.imshow(A, aspect="auto", cmap="viridis", interpolation="nearest", vmin=0.0, vmax=1.0)
             ax.set_title(f"{label}: {name}", fontsize=8)
+            queries, keys = _AXES[name]
+            ax.set_ylabel(f"{queries} (queries)", fontsize=7)
+            ax.set_xlabel(f"{keys} (keys)", fontsize=7)
             ax.set_xticks([])
             ax.set_yticks([])
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, pad=0.01, label="attention weight")
     return fig

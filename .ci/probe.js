@@ -1,0 +1,45 @@
+// Injected by .ci/check_pages.py into every page it serves. Once MathJax has
+// typeset (at once on pages without it), it measures what is wider than the
+// content column or hidden behind a horizontal scrollbar, lists the page's
+// requests (Resource Timing, failed ones included), and writes the findings
+// as JSON into a hidden pre element (id kmt-probe) that --dump-dom shows.
+var SLACK = 2;  // pixels of overflow that are rounding, not hidden content
+(function () {
+  function describe(el) {
+    var text = (el.innerText || el.textContent || "").replace(/\s+/g, " ").trim();
+    return el.tagName.toLowerCase() + (el.className && el.className.baseVal === undefined
+      ? "." + String(el.className).trim().split(/\s+/).join(".") : "") + ": " + text.slice(0, 90);
+  }
+  function measure() {
+    var column = document.querySelector("article.bd-article") || document.body;
+    var right = column.getBoundingClientRect().right, wide = [], hidden = [], seen = new Set();
+    column.querySelectorAll("*").forEach(function (el) {
+      var style = getComputedStyle(el);
+      if (style.display === "none" || style.visibility === "hidden" || el.closest("details:not([open])")) return;
+      var box = el.getBoundingClientRect();
+      if (box.width === 0) return;
+      var scrolls = /(auto|scroll)/.test(style.overflowX);
+      if (scrolls && el.scrollWidth > el.clientWidth + SLACK) {
+        hidden.push(describe(el) + " [" + el.scrollWidth + " > " + el.clientWidth + " px]");
+      }
+      var clipped = false;
+      for (var p = el.parentElement; p && p !== column; p = p.parentElement) {
+        if (/(auto|scroll|hidden|clip)/.test(getComputedStyle(p).overflowX)) { clipped = true; break; }
+      }
+      if (!clipped && box.right > right + SLACK) {
+        seen.add(el);
+        if (!seen.has(el.parentElement)) wide.push(describe(el) + " [right edge " + Math.round(box.right) + " > " + Math.round(right) + " px]");
+      }
+    });
+    var requests = performance.getEntriesByType("resource").map(function (e) { return e.name; });
+    var out = document.createElement("pre");
+    out.id = "kmt-probe";
+    out.style.display = "none";
+    out.textContent = JSON.stringify({wide: wide, hidden: hidden, requests: requests});
+    document.body.appendChild(out);
+  }
+  window.addEventListener("load", function () {
+    var done = window.MathJax && MathJax.startup && MathJax.startup.promise;
+    (done || Promise.resolve()).then(function () { setTimeout(measure, 500); });
+  });
+})();

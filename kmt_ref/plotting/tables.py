@@ -1,0 +1,40 @@
+"""Tables for the book: results shown as rendered tables, not printouts.
+
+A :class:`Table` displays as a Markdown table in Jupyter (and in the built
+book) and prints as aligned text elsewhere.
+"""
+
+__all__ = ["Table"]
+
+
+class Table:
+    """A table of already formatted cells.
+
+    Parameters
+    ----------
+    header : sequence of str
+        Column titles.
+    rows : sequence of sequence
+        One sequence per row, as many cells as ``header``; each cell is shown
+        with ``str``.
+    """
+
+    def __init__(self, header, rows):
+        self.header = [str(h) for h in header]
+        self.rows = [[str(c) for c in row] for row in rows]
+        bad = [i for i, row in enumerate(self.rows) if len(row) != len(self.header)]
+        if bad:
+            raise ValueError(f"rows={bad[:5]} have not len(header)={len(self.header)} cells")
+
+    def _repr_markdown_(self):
+        def line(cells):
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        return "\n".join([line(self.header), "|" + "---|" * len(self.header), *map(line, self.rows)])
+
+    def __str__(self):
+        lines = [self.header, *self.rows]
+        widths = [max(len(r[i]) for r in lines) for i in range(len(self.header))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines)
+
+    __repr__ = __str__
