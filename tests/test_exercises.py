@@ -217,6 +217,36 @@ def test_a_crashing_solution_is_reported_with_its_input_not_raised(tmp_path):
     assert "your function raised ValueError" in result.message and "Zq =" in result.message
 
 
+def test_a_normalizer_that_depends_on_the_scale_of_the_scores_gets_a_hint(tmp_path):
+    _write(tmp_path, "03_averaging_hardmax", textwrap.dedent("""
+        import numpy as np
+
+        def averaging_hardmax(scores):  # softmax: close to hardmax only for large scores
+            e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            return e / e.sum(axis=-1, keepdims=True)
+        """))
+    result = _check_one(tmp_path, "03")
+    assert not result.passed and "3 * scores" in result.message and "size of the scores" in result.message
+
+
+def test_code_that_autograd_cannot_trace_gets_a_hint(tmp_path):
+    _write(tmp_path, "16_smoothed_loss", textwrap.dedent("""
+        import numpy as np
+
+        def smoothed_loss(X, C, tau):  # writes into a numpy array: autograd cannot trace that
+            r = np.zeros(X.shape[:-1] + (C.shape[-2],))
+            for j in range(C.shape[-2]):
+                r[..., j] = ((X - C[..., j : j + 1, :]) ** 2).sum(-1)
+            z = -r / tau
+            p = np.exp(z - z.max(axis=-1, keepdims=True))
+            p = p / p.sum(axis=-1, keepdims=True)
+            return (p * r).sum(axis=(-1, -2)).mean()
+        """))
+    result = _check_one(tmp_path, "16")
+    assert not result.passed and "ArrayBox" in result.message
+    assert "import autograd.numpy as np" in result.message
+
+
 def test_a_file_that_does_not_load_or_lacks_the_function_is_reported(tmp_path):
     _write(tmp_path, "02_euclidean_scores", "def euclidean_scores(:\n")
     _write(tmp_path, "03_averaging_hardmax", "def something_else():\n    pass\n")

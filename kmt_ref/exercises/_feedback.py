@@ -49,7 +49,15 @@ def inputs(**named):
     return "\n".join(lines)
 
 
-def call(fn, *args, on):
+#: Added to the message when autograd's tracer (an ``ArrayBox``) meets code it cannot trace.
+AUTOGRAD_HINT = (
+    "\n  hint: autograd is differentiating your function, and its values are then ArrayBox objects: "
+    "use `import autograd.numpy as np` instead of plain numpy (scipy and numpy functions do not "
+    "know ArrayBox), build arrays with np.stack / np.where / arithmetic instead of writing into them "
+    "(`out[i] = ...`), and do not convert traced values with float(), np.asarray or .astype")
+
+
+def call(fn, *args, on, traced=False):
     """Call the reader's ``fn`` on copies of ``args``; any exception becomes a failure.
 
     Parameters
@@ -60,6 +68,9 @@ def call(fn, *args, on):
         leak into the check's own expected values.
     on : str
         Description of the input (from :func:`inputs`) for the message.
+    traced : bool
+        ``fn`` runs the reader's code under autograd: an error then most
+        likely means code autograd cannot trace, and the message says how to fix it.
     """
     copies = [_copy(a) for a in args]
     try:
@@ -69,7 +80,9 @@ def call(fn, *args, on):
     except (NotImplementedError, CheckFailedError):
         raise
     except Exception as exc:  # the reader's code may raise anything; report it with the input
-        raise failed(f"your function raised {type(exc).__name__}: {exc}", on) from exc
+        traced_error = traced and isinstance(exc, (TypeError, ValueError))
+        hint = AUTOGRAD_HINT if traced_error or "ArrayBox" in str(exc) else ""
+        raise failed(f"your function raised {type(exc).__name__}: {exc}{hint}", on) from exc
     for position, (original, seen) in enumerate(zip(args, copies, strict=True)):
         if isinstance(original, np.ndarray) and not np.array_equal(original, seen, equal_nan=True):
             raise failed(

@@ -46,6 +46,12 @@ def check_averaging_hardmax(averaging_hardmax):
         (no_ties, one_hot, "no ties: one-hot at the arg-max"),
         (ints, mask / mask.sum(axis=-1, keepdims=True), "leading batch axis, rows along the LAST axis"),
     ]
+    on = "  (the same scores, and three times them)\n" + inputs(scores=no_ties)
+    plain = as_array(call(averaging_hardmax, no_ties, on=on), "weights", on, shape=no_ties.shape)
+    scaled = as_array(call(averaging_hardmax, 3.0 * no_ties, on=on), "weights", on, shape=no_ties.shape)
+    expect_close(scaled, plain, "weights of 3 * scores against weights of scores", on, atol=1e-12,
+                 hint="hardmax depends only on WHICH entries are largest, not on the size of the scores; "
+                      "a softmax (or any normalizer that uses the scores' magnitude) changes when they are scaled")
     for scores, expected, label in cases:
         on = f"  ({label})\n" + inputs(scores=scores)
         got = call(averaging_hardmax, scores, on=on)

@@ -53,7 +53,7 @@ def check_smoothed_loss(smoothed_loss):
                f"upper bound violated: loss {got:.6g} < k-means objective {kmeans_objective(X_, C_):.6g}"
                f"\n  on input:\n{on}")
     on = "  (gradient in the centers, by autograd)\n" + inputs(X=X, centers=C, tau=0.1)
-    gradient = call(grad(lambda c: smoothed_loss(X, c, 0.1)), C, on=on)
+    gradient = call(grad(lambda c: smoothed_loss(X, c, 0.1)), C, on=on, traced=True)
     g = as_array(gradient, "gradient", on, shape=C.shape)
     h, numeric = 1e-6, np.zeros_like(C)
     for idx in np.ndindex(C.shape):
