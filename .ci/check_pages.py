@@ -250,6 +250,8 @@ def browser_check(binary, base_url, html_dir, artifacts, page, needs_math):
         if at >= 0:
             context = text[max(0, at - 60) : at + 60]
             problems.append(f"{page}: raw TeX {delim!r} left in the rendered text: ...{context!r}")
+    for table in re.findall(r"\|\s*(?:-{3,}|—+)\s*\|", text)[:1]:
+        problems.append(f"{page}: a Markdown table was left unrendered (its rule {table!r} shows as text)")
     for src in parsed.images:
         if src.startswith("data:"):  # embedded (the animation's frames): nothing to fetch
             if len(src) < 100:

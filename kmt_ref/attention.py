@@ -32,21 +32,20 @@ the variants): ``"sparsemax"``, ``"normmax2"`` and ``"normmax_inf"`` (parameter
 ``t`` via ``Block.params``), ``"gumbel_max"`` and ``"gumbel_softmax"``
 (parameter ``temperature``; both need ``rng``).
 
-Euclidean softmax blocks (the finite-gamma constructions and the learned
-model) run through :func:`euclidean_softmax_attention`, an ``autograd``
-primitive with a hand-written vector-Jacobian product: its forward pass equals
-the generic path up to rounding (tested), and its backward pass stores no
-(m, r) intermediates (set ``FUSED_EUCLIDEAN_SOFTMAX = False`` to compare).
+:func:`attend` here is the reference: the formula above, a dozen lines, every
+weight computed. Models run :func:`kmt_ref.kernels.attend`, the same numbers
+(a test runs every construction, variant and the learned model through both)
+computed faster; :func:`kmt_ref.layer.transformer_layer` takes either.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import autograd.numpy as anp
 import numpy as np
-from autograd.extend import defvjp_argnums, primitive
 
-from .geometry import CHUNK_ELEMENTS, squared_distances
+from .geometry import squared_distances
 from .normalizers import gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
 
 __all__ = [
@@ -55,13 +54,15 @@ __all__ = [
     "NORMALIZERS",
     "SCORES",
     "attend",
+    "attention_weights",
+    "project",
+    "register_normalizer",
     "softmax",
     "hardmax",
     "hardmax_average",
     "linear_normalize",
     "euclidean_scores",
     "dot_scores",
-    "euclidean_softmax_attention",
 ]
 
 
@@ -76,93 +77,6 @@ def dot_scores(A, B):
 
 
 SCORES = {"euclidean": euclidean_scores, "dot": dot_scores}
-
-
-#: Route Euclidean softmax blocks through :func:`euclidean_softmax_attention`.
-#: Switched off only to compare with autograd's differentiation of the generic
-#: path (tests, ``python -m kmt_ref bench``).
-FUSED_EUCLIDEAN_SOFTMAX = True
-
-
-def _euclidean_softmax_weights(queries, keys, gamma):
-    """``softmax_b(-gamma ||q_a - k_b||^2)`` with plain NumPy, shape (..., m, r).
-
-    ``-||q_a||^2`` is the same for every key of row ``a``, so it cancels in
-    the softmax: the scores used are ``gamma (2 q_a . k_b - ||k_b||^2)``,
-    computed in place in one (..., m, r) buffer.
-    """
-    S = np.matmul(queries, np.swapaxes(keys, -1, -2))
-    S *= 2.0 * gamma
-    S -= gamma * np.sum(keys * keys, axis=-1)[..., None, :]
-    S -= np.max(S, axis=-1, keepdims=True)
-    np.exp(S, out=S)
-    S /= np.sum(S, axis=-1, keepdims=True)
-    return S
-
-
-@primitive
-def euclidean_softmax_attention(queries, keys, values, gamma):
-    """Fused Euclidean softmax attention ``softmax(-gamma ||q_a - k_b||^2) @ values``.
-
-    Parameters
-    ----------
-    queries : ndarray, shape (..., m, D)
-        Projected queries ``Zq @ Wq.T (+ bq)``.
-    keys : ndarray, shape (..., r, D)
-        Projected keys, with the same leading axes as ``queries``.
-    values : ndarray, shape (..., r, Dv)
-    gamma : float
-        Inverse temperature (not differentiated).
-
-    Returns
-    -------
-    ndarray, shape (..., m, Dv)
-
-    Notes
-    -----
-    With ``A`` the attention weights, ``G`` the output cotangent and
-    ``S = gamma (2 q_a . k_b - |k_b|^2)`` the scores (``-gamma |q_a|^2`` dropped:
-    it cancels in the softmax), the vector-Jacobian product is::
-
-        dV = A^T G
-        dS = A * (G V^T - rowsum(A * (G V^T)))        softmax Jacobian, row-wise
-        dQ = 2 gamma dS K
-        dK = 2 gamma (dS^T Q - colsum(dS) * K)
-
-    ``A`` is recomputed in the backward pass instead of stored, so the
-    backward pass holds one (..., m, r) array at a time, where autograd's
-    generic differentiation of the unfused path would keep every intermediate
-    (distances, shifted scores, exponentials, weights).
-    """
-    return np.matmul(_euclidean_softmax_weights(queries, keys, gamma), values)
-
-
-def _esa_vjp(argnums, ans, args, kwargs):
-    """VJP of :func:`euclidean_softmax_attention` for the requested arguments."""
-    queries, keys, values, gamma = args
-
-    def vjp(G):
-        A = _euclidean_softmax_weights(queries, keys, gamma)
-        out = {}
-        if 2 in argnums:
-            out[2] = np.matmul(np.swapaxes(A, -1, -2), G)
-        if 0 in argnums or 1 in argnums:
-            dS = np.matmul(G, np.swapaxes(values, -1, -2))  # dA, turned into dS in place
-            dS -= np.sum(A * dS, axis=-1, keepdims=True)
-            dS *= A
-            if 0 in argnums:
-                out[0] = 2.0 * gamma * np.matmul(dS, keys)
-            if 1 in argnums:
-                cols = np.sum(dS, axis=-2)[..., :, None]
-                out[1] = 2.0 * gamma * (np.matmul(np.swapaxes(dS, -1, -2), queries) - cols * keys)
-        if 3 in argnums:
-            raise NotImplementedError("euclidean_softmax_attention is not differentiable in gamma")
-        return tuple(out[i] for i in argnums)
-
-    return vjp
-
-
-defvjp_argnums(euclidean_softmax_attention, _esa_vjp)
 
 
 def softmax(scores):
@@ -237,7 +151,7 @@ class Normalizer:
     average: Callable | None = None
 
 
-#: Registry of normalizers by name. Variants add theirs here.
+#: Registry of normalizers by name (add one with :func:`register_normalizer`).
 NORMALIZERS = {
     "softmax": Normalizer(softmax),
     "hardmax": Normalizer(hardmax, uses_gamma=False, average=hardmax_average),
@@ -249,6 +163,29 @@ NORMALIZERS = {
     "gumbel_max": Normalizer(gumbel_max, needs_rng=True),
     "gumbel_softmax": Normalizer(gumbel_softmax, needs_rng=True),
 }
+
+
+def register_normalizer(name, normalizer):
+    """Make ``normalizer`` available to blocks as ``Block(..., normalizer=name)``.
+
+    The extension point for new attention mechanisms: a variant defines its
+    row-wise normalizer (weights on the simplex) and registers it; the
+    reference :func:`attend`, the kernels and the model machinery then work
+    with it unchanged.
+
+    Parameters
+    ----------
+    name : str
+        New key of :data:`NORMALIZERS`.
+    normalizer : Normalizer
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string; got name={name!r}")
+    if name in NORMALIZERS:
+        raise ValueError(f"name={name!r} is already a normalizer; choose another name")
+    if not isinstance(normalizer, Normalizer) or not callable(normalizer.fn):
+        raise ValueError(f"normalizer must be a Normalizer with a callable fn; got normalizer={normalizer!r}")
+    NORMALIZERS[name] = normalizer
 
 
 @dataclass(frozen=True)
@@ -283,6 +220,15 @@ class Block:
     params: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        # Weights are values: copied and read-only, so no later edit (of this block, of another
+        # block built from the same array) can change what a model computes.
+        for name in ("Wq", "Wk", "Wv", "bq", "bk", "bv"):
+            W = getattr(self, name)
+            if isinstance(W, np.ndarray):
+                W = W.copy()
+                W.flags.writeable = False
+                object.__setattr__(self, name, W)
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
         if self.score not in SCORES:
             raise ValueError(f"score must be one of {sorted(SCORES)}; got score={self.score!r}")
         if self.normalizer not in NORMALIZERS:
@@ -297,55 +243,37 @@ class Block:
             )
 
 
-def _as_index(mask):
-    """Boolean mask -> ``None`` (all), a slice (one contiguous run) or indices."""
-    idx = np.flatnonzero(mask)
-    if len(idx) == len(mask):
-        return None
-    if len(idx) and idx[-1] - idx[0] + 1 == len(idx):
-        return slice(int(idx[0]), int(idx[-1]) + 1)
-    return idx
-
-
-def _support(W, b, plain=True):
-    """Output coordinates a projection can make non-zero (``None``: all).
-
-    For plain arrays: the non-zero rows of ``W`` (and of ``b``). The
-    constructions' weights are block projectors, so most rows are zero and
-    skipping them gives the same numbers with a fraction of the work. For
-    ``autograd`` boxes (the learned model) every row counts.
-    """
-    if not plain or type(W) is not np.ndarray or not (b is None or type(b) is np.ndarray):
-        return None
-    rows = np.any(W != 0, axis=1)
-    return _as_index(rows if b is None else rows | (b != 0))
-
-
-def _project(Z, W, b, rows=None):
-    """``Z @ W[rows].T + b[rows]``, reading only the columns ``W[rows]`` uses."""
-    if rows is not None:
-        W, b = W[rows], (None if b is None else b[rows])
-    if type(W) is np.ndarray and type(Z) is np.ndarray:
-        cols = _as_index(np.any(W != 0, axis=0))
-        if cols is not None:
-            Z, W = Z[..., cols], W[:, cols]
-        # A block of +-I (every projector of the constructions) is a copy, not a product.
-        if W.shape[0] == W.shape[1] and b is None:
-            eye = np.eye(W.shape[0])
-            if np.array_equal(W, eye):
-                return Z
-            if np.array_equal(W, -eye):
-                return -Z
+def project(Z, W, b=None):
+    """``Z @ W.T + b``: tokens as rows, weights acting on columns."""
     out = anp.matmul(Z, anp.swapaxes(W, -1, -2))
     return out if b is None else out + b
 
 
-def attend(Zq, Zk, block, rng=None):
-    """Apply one attention block.
+def attention_weights(Zq, Zk, block, rng=None):
+    """The block's attention weights ``normalize(gamma * score(queries, keys))``, shape (..., m, r).
 
-    Queries are processed in row chunks so that no more than about
-    ``CHUNK_ELEMENTS`` scores exist at once: attention of n points to n points
-    costs O(n^2) time but only O(n x chunk) memory.
+    The identity normalizer gives the identity matrix (each token attends to
+    itself). Same arguments as :func:`attend`.
+    """
+    norm = NORMALIZERS[block.normalizer]
+    if block.normalizer == "identity":
+        if Zq.shape[-2] != Zk.shape[-2]:
+            raise ValueError("identity attention needs as many queries as keys; "
+                             f"got m={Zq.shape[-2]}, r={Zk.shape[-2]}")
+        return np.broadcast_to(np.eye(Zq.shape[-2]), Zq.shape[:-1] + (Zq.shape[-2],))
+    s = SCORES[block.score](project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk))
+    extra = dict(block.params, **({"rng": rng} if norm.needs_rng else {}))
+    return norm.fn(block.gamma * s if norm.uses_gamma else s, **extra)
+
+
+def attend(Zq, Zk, block, rng=None):
+    """Apply one attention block: the reference implementation, the mathematics as written.
+
+    ``attention_weights(Zq, Zk, block) @ (Zk @ Wv.T + bv)``; with a normalizer
+    that has an ``average`` (hardmax), that exact average instead of the
+    product. Every weight is computed, so this holds an (..., m, r) array:
+    models run the same numbers through :func:`kmt_ref.kernels.attend`, which
+    skips what the weights' structure makes zero and works in row chunks.
 
     Parameters
     ----------
@@ -362,69 +290,15 @@ def attend(Zq, Zk, block, rng=None):
     ndarray, shape (..., m, D)
     """
     norm = NORMALIZERS[block.normalizer]
-    D = Zk.shape[-1]
-    plain = type(Zq) is np.ndarray and type(Zk) is np.ndarray
-    value_rows = _support(block.Wv, block.bv, plain)
-    values = _project(Zk, block.Wv, block.bv, value_rows)  # (..., r, |value_rows|)
-    if block.normalizer == "identity":
-        if Zq.shape[-2] != Zk.shape[-2]:
-            raise ValueError(
-                "identity attention needs as many queries as keys; "
-                f"got m={Zq.shape[-2]}, r={Zk.shape[-2]}"
-            )
-        return _scatter(values, value_rows, D)
     if norm.needs_rng and not isinstance(rng, np.random.Generator):
-        raise ValueError(
-            f"normalizer={block.normalizer!r} needs rng=numpy.random.Generator; got rng={rng!r}"
-        )
-    # Scores only depend on the coordinates where queries or keys can be non-zero.
-    q_rows, k_rows = _support(block.Wq, block.bq, plain), _support(block.Wk, block.bk, plain)
-    rows = None if q_rows is None or k_rows is None else _as_index(_mask(q_rows, D) | _mask(k_rows, D))
-    queries = _project(Zq, block.Wq, block.bq, rows)  # (..., m, |rows|)
-    keys = _project(Zk, block.Wk, block.bk, rows)  # (..., r, |rows|)
-    score_fn = SCORES[block.score]
-    extra = dict(block.params)
-    if norm.needs_rng:
-        extra["rng"] = rng
-    # The fused primitive is the same computation with a cheaper backward pass.
-    fused = (
-        FUSED_EUCLIDEAN_SOFTMAX
-        and block.score == "euclidean"
-        and block.normalizer == "softmax"
-        and not block.params
-        and Zq.shape[:-2] == Zk.shape[:-2]
-    )
-    m, r = Zq.shape[-2], Zk.shape[-2]
-    batch = int(np.prod(Zq.shape[:-2], dtype=int))
-    chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
-    outputs = []
-    for start in range(0, m, chunk):
-        if fused:
-            q = queries[..., start : start + chunk, :]
-            outputs.append(euclidean_softmax_attention(q, keys, values, block.gamma))
-            continue
-        s = score_fn(queries[..., start : start + chunk, :], keys)  # (..., chunk, r)
-        if norm.uses_gamma:
-            s = block.gamma * s
-        if norm.average is not None:
-            outputs.append(norm.average(s, values))
-            continue
-        weights = norm.fn(s, **extra)
-        outputs.append(anp.matmul(weights, values))
-    out = outputs[0] if len(outputs) == 1 else anp.concatenate(outputs, axis=-2)
-    return _scatter(out, value_rows, D)
-
-
-def _mask(index, D):
-    mask = np.zeros(D, dtype=bool)
-    mask[index] = True
-    return mask
-
-
-def _scatter(out, rows, D):
-    """Place the computed coordinates ``rows`` of the output into width ``D``."""
-    if rows is None:
-        return out
-    full = np.zeros(out.shape[:-1] + (D,))
-    full[..., rows] = out
-    return full
+        raise ValueError(f"normalizer={block.normalizer!r} needs rng=numpy.random.Generator; got rng={rng!r}")
+    values = project(Zk, block.Wv, block.bv)
+    if block.normalizer == "identity":  # the identity weights times the values, without the (m, m) matrix
+        if Zq.shape[-2] != Zk.shape[-2]:
+            raise ValueError("identity attention needs as many queries as keys; "
+                             f"got m={Zq.shape[-2]}, r={Zk.shape[-2]}")
+        return values
+    if norm.average is not None:
+        s = SCORES[block.score](project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk))
+        return norm.average(s, values)
+    return anp.matmul(attention_weights(Zq, Zk, block, rng), values)

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 from scipy.cluster.vq import kmeans2
 
-from .attention import attend
+from .kernels import attend
 from .classical import lloyd
 from .layer import BLOCK_NAMES, transformer_layer
 from .lloyd_transformer import lloyd_transformer

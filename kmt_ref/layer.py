@@ -18,8 +18,9 @@ from types import MappingProxyType
 
 import numpy as np
 
+from . import kernels
 from ._validation import check_bool, check_centers, check_data, check_k, check_n_steps
-from .attention import NORMALIZERS, attend
+from .attention import NORMALIZERS
 from .geometry import nearest_center
 from .tokens import TokenLayout
 from .trajectory import Trajectory
@@ -30,7 +31,7 @@ __all__ = ["BLOCK_NAMES", "transformer_layer", "KMeansTransformer"]
 BLOCK_NAMES = ("CAX", "SAX", "CAC", "SAC")
 
 
-def transformer_layer(P, Q, blocks, ffn=None, rng=None, norm=None):
+def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, attend=kernels.attend):
     """Apply one layer to point tokens ``P`` and center tokens ``Q``.
 
     Parameters
@@ -43,27 +44,51 @@ def transformer_layer(P, Q, blocks, ffn=None, rng=None, norm=None):
         ``{"CAX": Block, "SAX": Block, "CAC": Block, "SAC": Block}``.
     ffn : callable, optional
         Position-wise map applied to the center tokens with a residual.
-    rng : numpy.random.Generator, optional
-        For random normalizers.
     norm : callable, optional
         Per-token normalization ``(..., m, D) -> (..., m, D)``, applied to
         every point token and every center token at the very end of the layer
         (post-norm, after the FFN). ``None`` (default): no normalization, as in
         Theorems 2.1 and 2.2. Spherical k-means uses a normalization of the
         ``x`` coordinates only (:class:`kmt_ref.variants.spherical.BlockRMSNorm`).
+    rng : numpy.random.Generator, optional
+        For random normalizers.
+    attend : callable
+        The attention implementation: :func:`kmt_ref.kernels.attend` (the
+        default, fast) or the reference :func:`kmt_ref.attention.attend`; both
+        compute the same numbers.
 
     Returns
     -------
     P, Q : ndarrays of the same shapes
     """
     # Both point blocks read the OLD P; both center blocks read the NEW P.
-    P = P + attend(P, Q, blocks["CAX"], rng) + attend(P, P, blocks["SAX"], rng)
-    Q = Q + attend(Q, P, blocks["CAC"], rng) + attend(Q, Q, blocks["SAC"], rng)
+    P = _residual(P, P, Q, blocks["CAX"], P, blocks["SAX"], rng, attend)
+    Q = _residual(Q, Q, P, blocks["CAC"], Q, blocks["SAC"], rng, attend)
     if ffn is not None:
         Q = Q + ffn(Q)
     if norm is not None:
         P, Q = norm(P), norm(Q)
     return P, Q
+
+
+def _residual(Z, Zq, Zk1, block1, Zk2, block2, rng, attend):
+    """``Z + attend(Zq, Zk1, block1) + attend(Zq, Zk2, block2)``, in that order.
+
+    With the fast kernels on plain arrays, each block's output is added on the
+    coordinates it writes only, into one copy of ``Z``: the same sums (adding
+    the zeros of the other coordinates changes nothing), without full-width
+    temporaries.
+    """
+    if attend is not kernels.attend or not kernels.is_plain(Z, Zq, Zk1, Zk2, block1, block2):
+        return Z + attend(Zq, Zk1, block1, rng) + attend(Zq, Zk2, block2, rng)
+    out = Z.copy()
+    for Zk, block in ((Zk1, block1), (Zk2, block2)):
+        part, rows = kernels.attend_parts(Zq, Zk, block, rng)
+        if rows is None:
+            out += part
+        else:
+            out[..., rows] += part
+    return out
 
 
 class KMeansTransformer:
@@ -252,7 +277,7 @@ class KMeansTransformer:
         for t in range(n_layers):
             if reembed and t > 0:
                 P, Q = self._embed(X, centers[t])
-            P, Q = transformer_layer(P, Q, self.blocks, self.ffn, rng, self.norm)
+            P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng)
             centers[t + 1] = layout.read(Q, "x")
             if has_y:
                 assignments[t] = layout.read(P, "y")

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from autograd.test_util import check_grads
 
-from kmt_ref import attention, lloyd_transformer
-from kmt_ref.attention import euclidean_softmax_attention
+from kmt_ref import attention, kernels, lloyd_transformer
+from kmt_ref.kernels import euclidean_softmax_attention
 from kmt_ref.learning.model import (
     ModelConfig,
     forward,
@@ -37,12 +37,11 @@ def test_training_loss_gradient_passes_check_grads_on_a_tiny_model():
     check_grads(lambda th: batch_loss(th, X, init, config), modes=["rev"], order=1)(theta)
 
 
-def test_fused_and_generic_attention_give_the_same_loss_and_gradient(monkeypatch):
+def test_fused_and_reference_attention_give_the_same_loss_and_gradient():
     config, theta, X, init = _tiny()
     grad = autograd.value_and_grad(batch_loss)
-    fused = grad(theta, X, init, config)
-    monkeypatch.setattr(attention, "FUSED_EUCLIDEAN_SOFTMAX", False)
-    generic = grad(theta, X, init, config)
+    fused = grad(theta, X, init, config, kernels.attend)
+    generic = grad(theta, X, init, config, attention.attend)
     np.testing.assert_allclose(fused[0], generic[0], rtol=1e-12)
     np.testing.assert_allclose(fused[1], generic[1], rtol=1e-9, atol=1e-12)
 

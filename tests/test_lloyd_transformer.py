@@ -167,9 +167,9 @@ def test_chunked_self_attention_equals_unchunked(monkeypatch, mixture):
     X, init = mixture(0, 300, 3, 4)
     block = lloyd_transformer(3, 4, gamma=50.0, config="faithful").blocks["SAX"]
     P = np.concatenate([X, np.zeros((300, 4))], axis=1)
-    full = attend(P, P, block)
-    monkeypatch.setattr(kmt_ref.attention, "CHUNK_ELEMENTS", 1000)  # 3 query rows per chunk
-    np.testing.assert_allclose(attend(P, P, block), full, rtol=0, atol=1e-15)
+    full = kmt_ref.attention.attend(P, P, block)  # the reference: every weight at once
+    monkeypatch.setattr(kmt_ref.kernels, "CACHE_ELEMENTS", 1000)  # 3 query rows per chunk
+    np.testing.assert_allclose(kmt_ref.kernels.attend(P, P, block), full, rtol=0, atol=1e-15)
 
 
 def test_run_with_reembedding_is_the_same_for_the_construction(mixture):
@@ -199,4 +199,6 @@ def test_assemble_blocks_turns_attention_into_hardmax_at_gamma_inf_and_softmax_o
     soft = assemble_blocks(weights, CONFIGS["validated"], 1e4)
     assert exact["CAX"].normalizer == "hardmax" and soft["CAX"].normalizer == "softmax"
     assert exact["CAC"].normalizer == soft["CAC"].normalizer == "linear"
-    assert soft["CAX"].gamma == 1e4 and soft["CAX"].Wv is weights["CAX"][2]
+    assert soft["CAX"].gamma == 1e4 and np.array_equal(soft["CAX"].Wv, weights["CAX"][2])
+    # Weights are values: a block holds its own read-only copy.
+    assert soft["CAX"].Wv is not weights["CAX"][2] and not soft["CAX"].Wv.flags.writeable

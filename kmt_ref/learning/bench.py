@@ -1,7 +1,7 @@
 """Time one training step of the learnable model, split into forward and backward.
 
-The fused Euclidean softmax primitive and autograd's differentiation of the
-generic attention path are timed alternately on the same batch, so their
+The fast kernels (their Euclidean softmax primitive has a hand-written
+gradient) and autograd's differentiation of the reference attention are timed alternately on the same batch, so their
 ratio is meaningful even on a busy machine; absolute wall times are not.
 The process CPU time is reported too: on a shared machine it is the better
 estimate of the wall time on an idle one (with one BLAS thread they agree).
@@ -12,7 +12,7 @@ import time
 import autograd
 import numpy as np
 
-from .. import attention
+from .. import attention, kernels
 from .model import init_params
 from .tasks import sample_tasks
 from .train import TrainConfig, batch_loss
@@ -55,22 +55,18 @@ def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=T
     theta = init_params(config.model, rng)
     X, init = sample_tasks(rng, batch, **config.task_kwargs())
     grad_fn = autograd.value_and_grad(batch_loss)
-    variants = {"fused": True, "generic": False} if generic else {"fused": True}
+    variants = {"fused": kernels.attend, "generic": attention.attend} if generic else {"fused": kernels.attend}
     times = {v: {"forward": [], "step": [], "step_cpu": []} for v in variants}
     grads = {}
-    saved = attention.FUSED_EUCLIDEAN_SOFTMAX
-    try:
-        for rep in range(repeats + 1):
-            for name, fused in variants.items():
-                attention.FUSED_EUCLIDEAN_SOFTMAX = fused
-                f, _ = _timed(lambda: batch_loss(theta, X, init, config))
-                s, c = _timed(lambda name=name: grads.__setitem__(name, grad_fn(theta, X, init, config)[1]))
-                if rep > 0:  # the first round is a warm-up
-                    times[name]["forward"].append(f)
-                    times[name]["step"].append(s)
-                    times[name]["step_cpu"].append(c)
-    finally:
-        attention.FUSED_EUCLIDEAN_SOFTMAX = saved
+    for rep in range(repeats + 1):
+        for name, attend in variants.items():
+            f, _ = _timed(lambda attend=attend: batch_loss(theta, X, init, config, attend))
+            s, c = _timed(lambda name=name, attend=attend:
+                          grads.__setitem__(name, grad_fn(theta, X, init, config, attend)[1]))
+            if rep > 0:  # the first round is a warm-up
+                times[name]["forward"].append(f)
+                times[name]["step"].append(s)
+                times[name]["step_cpu"].append(c)
     out = {"setting": dict(n=n, d=d, k=k, batch=batch, repeats=repeats)}
     for name in variants:
         f, s = float(np.median(times[name]["forward"])), float(np.median(times[name]["step"]))

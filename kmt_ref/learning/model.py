@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import autograd.numpy as anp
 import numpy as np
 
+from .. import kernels
 from .._validation import check_batch, check_bool, check_int, check_n_steps, check_rng
 from ..attention import Block
 from ..layer import BLOCK_NAMES, KMeansTransformer, transformer_layer
@@ -136,7 +137,7 @@ def blocks_from_params(theta, config):
     }
 
 
-def forward(theta, X, init, config):
+def forward(theta, X, init, config, attend=kernels.attend):
     """One layer on a batch of tasks: the new centers.
 
     Parameters
@@ -145,6 +146,10 @@ def forward(theta, X, init, config):
     X : ndarray, shape (B, n, d)
     init : ndarray, shape (B, k, d)
     config : ModelConfig
+    attend : callable
+        :func:`kmt_ref.kernels.attend` (default; its Euclidean softmax has a
+        hand-written gradient) or the reference :func:`kmt_ref.attention.attend`
+        (autograd differentiates it step by step: the same gradient, slower).
 
     Returns
     -------
@@ -154,7 +159,7 @@ def forward(theta, X, init, config):
     X = check_batch(X, init)
     layout = config.layout
     P, Q = layout.embed(X, init)
-    P, Q = transformer_layer(P, Q, blocks_from_params(theta, config))
+    P, Q = transformer_layer(P, Q, blocks_from_params(theta, config), attend=attend)
     return layout.read(Q, "x")
 
 

@@ -25,6 +25,7 @@ import autograd
 import autograd.numpy as anp
 import numpy as np
 
+from .. import kernels
 from .._validation import check_bool, check_fraction, check_int, check_k, check_positive
 from .baseline import lloyd_batch
 from .checkpoint import check_checkpoint_dir, load_checkpoint, save_checkpoint, stale_partial_save
@@ -151,9 +152,12 @@ def validation_tasks(config):
     return X, init, kmeans_objectives(X, lloyd_batch(X, init, 1)[1])
 
 
-def batch_loss(theta, X, init, config):
-    """Mean smoothed objective of the centers after one layer (the training loss)."""
-    return anp.mean(smoothed_objective(X, forward(theta, X, init, config.model), config.tau))
+def batch_loss(theta, X, init, config, attend=kernels.attend):
+    """Mean smoothed objective of the centers after one layer (the training loss).
+
+    ``attend``: the attention implementation (see :func:`~kmt_ref.learning.model.forward`).
+    """
+    return anp.mean(smoothed_objective(X, forward(theta, X, init, config.model, attend), config.tau))
 
 
 _value_and_grad = autograd.value_and_grad(batch_loss)

@@ -1,0 +1,426 @@
+"""Fast attention: the reference attention's numbers with less work.
+
+:func:`kmt_ref.attention.attend` says what a block computes in a dozen lines.
+:func:`attend` here computes the same thing, behind the same signature, and is
+what a :class:`~kmt_ref.layer.KMeansTransformer` runs. Equality of the two, for
+every construction, variant and the learned model, is a test
+(``tests/test_kernels.py``). What the speed comes from:
+
+* **Structure, found once.** The constructions' weights are block projectors:
+  most rows of ``Wq, Wk, Wv`` are zero and the rest are often ``+-I``.
+  :func:`structure` finds, once per (frozen) block, which coordinates a score
+  reads and a value writes; a ``+-I`` projection is then a view of the tokens,
+  not a product, and the output is computed on the written coordinates only
+  (:func:`attend_parts`, which the layer adds into its residual stream in
+  place instead of adding zero-padded full-width outputs).
+* **Row chunks.** At most ``CHUNK_ELEMENTS`` scores exist at once, so the
+  faithful layer's point-to-point attention costs O(n x chunk) memory; plain
+  arrays use small chunks that stay in the processor's cache.
+* **Euclidean hardmax** ranks ``2 q.k - |k|^2``: ``-|q|^2`` is the same for
+  every key of a query and cannot change its arg-max set. The mean of the
+  arg-max rows is their sum divided by their count (see
+  :func:`~kmt_ref.attention.hardmax_average`).
+* **Euclidean softmax** is an ``autograd`` primitive with a hand-written
+  vector-Jacobian product (:func:`euclidean_softmax_attention`): it keeps no
+  (m, r) intermediates for the backward pass, and ``exp`` is not evaluated
+  where it underflows to 0 anyway.
+* **Linear** normalization divides by the row sums in one pass.
+* **Threads over tasks.** A batch of tasks ``(B, ...)`` is split across
+  ``threads`` worker threads in the Euclidean softmax primitive (NumPy releases
+  the GIL in its kernels); every task's numbers are computed by the same calls
+  as without threads, so results are bit-identical. See :func:`set_threads`.
+"""
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import autograd.numpy as anp
+import numpy as np
+from autograd.extend import defvjp_argnums, primitive
+
+from .attention import NORMALIZERS, SCORES
+from .geometry import CHUNK_ELEMENTS
+
+__all__ = ["attend", "attend_parts", "is_plain", "structure", "euclidean_softmax_attention", "set_threads", "threads"]
+
+#: Scores held at once by the plain-array paths (fits a core's cache).
+CACHE_ELEMENTS = 2**15
+
+#: Below this, ``exp`` is exactly 0 in float64 (``exp(-745.14)`` is the last
+#: value that rounds up to the smallest subnormal).
+EXP_UNDERFLOW = -746.0
+
+_pool = {"threads": 1, "executor": None}
+
+
+def set_threads(n):
+    """Use ``n`` threads (>= 1) for batches of tasks in the Euclidean softmax primitive.
+
+    Results do not depend on ``n``. The default is 1, or the environment
+    variable ``KMT_REF_THREADS``.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"threads must be an integer >= 1; got threads={n!r}")
+    if _pool["executor"] is not None:
+        _pool["executor"].shutdown()
+    _pool["threads"], _pool["executor"] = n, (ThreadPoolExecutor(n) if n > 1 else None)
+
+
+def threads():
+    """The number of threads :func:`set_threads` chose."""
+    return _pool["threads"]
+
+
+def _over_tasks(fn, *arrays):
+    """``fn(*arrays)``, with the leading (task) axis split across the thread pool."""
+    pool, n = _pool["executor"], _pool["threads"]
+    if pool is None or arrays[0].ndim < 3 or arrays[0].shape[0] < 2:
+        return fn(*arrays)
+    bounds = np.linspace(0, arrays[0].shape[0], min(n, arrays[0].shape[0]) + 1).astype(int)
+    parts = [pool.submit(fn, *(a[lo:hi] for a in arrays)) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+    results = [p.result() for p in parts]
+    if isinstance(results[0], tuple):
+        return tuple(np.concatenate(r, axis=0) for r in zip(*results, strict=True))
+    return np.concatenate(results, axis=0)
+
+
+# ----------------------------------------------------------------- structure
+
+
+def _as_index(mask):
+    """Boolean mask -> ``None`` (all), a slice (one contiguous run) or indices."""
+    idx = np.flatnonzero(mask)
+    if len(idx) == len(mask):
+        return None
+    if len(idx) and idx[-1] - idx[0] + 1 == len(idx):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
+@dataclass(frozen=True)
+class Projection:
+    """``Z @ W[rows].T + b[rows]`` reduced to what it touches.
+
+    ``cols`` are the input coordinates ``W[rows]`` reads; ``sign`` is +1 or -1
+    when ``W[rows][:, cols]`` is ``+-I`` (the projection is then a view of the
+    tokens), else 0 and ``W`` is the reduced matrix.
+    """
+
+    W: np.ndarray
+    b: np.ndarray | None
+    cols: object
+    sign: int
+
+    def __call__(self, Z):
+        if self.cols is not None:
+            Z = Z[..., self.cols]
+        if self.sign == 1:
+            return Z
+        if self.sign == -1:
+            return -Z
+        out = Z @ self.W.T
+        return out if self.b is None else out + self.b
+
+
+def _projection(W, b, rows):
+    if rows is not None:
+        W, b = W[rows], (None if b is None else b[rows])
+    cols = _as_index(np.any(W != 0, axis=0))
+    if cols is not None:
+        W = W[:, cols]
+    sign = 0
+    if b is None and W.shape[0] == W.shape[1]:
+        eye = np.eye(W.shape[0])
+        sign = 1 if np.array_equal(W, eye) else -1 if np.array_equal(W, -eye) else 0
+    return Projection(W, b, cols, sign)
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What one block's weights read and write (found once per block).
+
+    ``value_rows``: the output coordinates the block can make non-zero
+    (``None``: all); ``values``, ``queries``, ``keys``: the reduced projections.
+    """
+
+    value_rows: object
+    values: Projection
+    queries: Projection
+    keys: Projection
+
+
+def _rows(W, b):
+    rows = np.any(W != 0, axis=1)
+    return rows if b is None else rows | (b != 0)
+
+
+def structure(block):
+    """The :class:`Structure` of a block of plain arrays, cached on the (frozen) block."""
+    cached = block.__dict__.get("_structure")
+    if cached is None:
+        value_rows = _as_index(_rows(block.Wv, block.bv))
+        score_rows = _as_index(_rows(block.Wq, block.bq) | _rows(block.Wk, block.bk))
+        cached = Structure(value_rows, _projection(block.Wv, block.bv, value_rows),
+                           _projection(block.Wq, block.bq, score_rows), _projection(block.Wk, block.bk, score_rows))
+        block.__dict__["_structure"] = cached  # the block's arrays are read-only: this cannot go stale
+    return cached
+
+
+# ------------------------------------------------------ euclidean softmax
+
+
+def _row_max(S):
+    """``S.max(axis=-1, keepdims=True)``; for short rows as a running maximum over columns.
+
+    The same numbers (a maximum is exact), about three times faster for a
+    few keys per query, where NumPy's reduction along a short axis is slow.
+    """
+    if S.shape[-1] > 32 or S.shape[-1] == 0:
+        return np.max(S, axis=-1, keepdims=True)
+    out = S[..., :1].copy()
+    for j in range(1, S.shape[-1]):
+        np.maximum(out, S[..., j : j + 1], out=out)
+    return out
+
+
+def _euclidean_softmax_weights(queries, keys, gamma):
+    """``softmax_b(-gamma ||q_a - k_b||^2)`` with plain NumPy, shape (..., m, r).
+
+    ``-||q_a||^2`` is the same for every key of row ``a``, so it cancels in
+    the softmax: the scores used are ``gamma (2 q_a . k_b - ||k_b||^2)``,
+    computed in place in one (..., m, r) buffer. Shifted scores below
+    :data:`EXP_UNDERFLOW` are set to a harmless value before ``exp`` and to 0
+    after (``exp`` is slow on arguments that underflow; the result is the same).
+    """
+    S = np.matmul(queries, np.swapaxes(keys, -1, -2))
+    S *= 2.0 * gamma
+    S -= gamma * np.sum(keys * keys, axis=-1)[..., None, :]
+    S -= _row_max(S)
+    dead = S < EXP_UNDERFLOW
+    if dead.any():
+        np.copyto(S, 0.0, where=dead)
+        np.exp(S, out=S)
+        np.copyto(S, 0.0, where=dead)
+    else:
+        np.exp(S, out=S)
+    S /= np.sum(S, axis=-1, keepdims=True)
+    return S
+
+
+def _esa_forward(queries, keys, values, gamma):
+    return np.matmul(_euclidean_softmax_weights(queries, keys, gamma), values)
+
+
+@primitive
+def euclidean_softmax_attention(queries, keys, values, gamma):
+    """Fused Euclidean softmax attention ``softmax(-gamma ||q_a - k_b||^2) @ values``.
+
+    Parameters
+    ----------
+    queries : ndarray, shape (..., m, D)
+        Projected queries ``Zq @ Wq.T (+ bq)``.
+    keys : ndarray, shape (..., r, D)
+        Projected keys, with the same leading axes as ``queries``.
+    values : ndarray, shape (..., r, Dv)
+    gamma : float
+        Inverse temperature (not differentiated).
+
+    Returns
+    -------
+    ndarray, shape (..., m, Dv)
+
+    Notes
+    -----
+    With ``A`` the attention weights, ``G`` the output cotangent and
+    ``S = gamma (2 q_a . k_b - |k_b|^2)`` the scores (``-gamma |q_a|^2`` dropped:
+    it cancels in the softmax), the vector-Jacobian product is::
+
+        dV = A^T G
+        dS = A * (G V^T - rowsum(A * (G V^T)))        softmax Jacobian, row-wise
+        dQ = 2 gamma dS K
+        dK = 2 gamma (dS^T Q - colsum(dS) * K)
+
+    ``A`` is recomputed in the backward pass instead of stored, so the
+    backward pass holds one (..., m, r) array at a time, where autograd's
+    generic differentiation of the reference path would keep every
+    intermediate (distances, shifted scores, exponentials, weights).
+    """
+    return _over_tasks(lambda q, k, v: _esa_forward(q, k, v, gamma), queries, keys, values)
+
+
+def _esa_backward(queries, keys, values, G, gamma, argnums):
+    A = _euclidean_softmax_weights(queries, keys, gamma)
+    out = []
+    if 0 in argnums or 1 in argnums:
+        dS = np.matmul(G, np.swapaxes(values, -1, -2))  # dA, turned into dS in place
+        dS -= np.sum(A * dS, axis=-1, keepdims=True)
+        dS *= A
+    for i in argnums:
+        if i == 0:
+            out.append(2.0 * gamma * np.matmul(dS, keys))
+        elif i == 1:
+            cols = np.sum(dS, axis=-2)[..., :, None]
+            out.append(2.0 * gamma * (np.matmul(np.swapaxes(dS, -1, -2), queries) - cols * keys))
+        else:
+            out.append(np.matmul(np.swapaxes(A, -1, -2), G))
+    return tuple(out)
+
+
+def _esa_vjp(argnums, ans, args, kwargs):
+    """VJP of :func:`euclidean_softmax_attention` for the requested arguments."""
+    queries, keys, values, gamma = args
+    if 3 in argnums:
+        raise NotImplementedError("euclidean_softmax_attention is not differentiable in gamma")
+
+    def vjp(G):
+        return _over_tasks(lambda q, k, v, g: _esa_backward(q, k, v, g, gamma, argnums), queries, keys, values, G)
+
+    return vjp
+
+
+defvjp_argnums(euclidean_softmax_attention, _esa_vjp)
+
+
+# ------------------------------------------------------ plain-array paths
+
+
+def _euclidean_hardmax(queries, keys, values):
+    """Mean of the values of each query's nearest keys (sum over the arg-max set / its size).
+
+    Scores ``2 k.q - |k|^2`` are laid out keys by queries, so that the maximum
+    and the count over keys are element-wise operations between rows.
+    """
+    St = np.matmul(2.0 * keys, np.swapaxes(queries, -1, -2))  # (..., r, m); doubling is exact
+    St -= np.sum(keys * keys, axis=-1)[..., :, None]
+    best = St == np.max(St, axis=-2, keepdims=True)
+    count = np.sum(best, axis=-2)[..., :, None]  # (..., m, 1)
+    return np.matmul(np.swapaxes(best, -1, -2).astype(float), values) / count
+
+
+def _linear(scores, values):
+    """Non-negative scores over their row sums (an all-zero row: uniform), times the values."""
+    if np.any(scores < 0):
+        raise ValueError("linear attention needs non-negative scores; got a negative score")
+    total = np.sum(scores, axis=-1, keepdims=True)
+    if np.all(total > 0):
+        scores = scores / total
+    else:
+        scores = np.where(total > 0, scores / np.where(total > 0, total, 1.0), 1.0 / scores.shape[-1])
+    return np.matmul(scores, values)
+
+
+def _plain_chunk(q, keys, values, block, norm, extra):
+    """One chunk of queries against all keys, plain arrays."""
+    if block.score == "euclidean" and block.normalizer == "hardmax":
+        return _euclidean_hardmax(q, keys, values)
+    if block.score == "euclidean" and block.normalizer == "softmax" and not block.params:
+        return _esa_forward(q, keys, values, block.gamma)
+    s = SCORES[block.score](q, keys)
+    if norm.uses_gamma:
+        s = block.gamma * s
+    if block.normalizer == "linear":
+        return _linear(s, values)
+    if norm.average is not None:
+        return norm.average(s, values)
+    return np.matmul(norm.fn(s, **extra), values)
+
+
+def is_plain(*operands):
+    """Whether tokens and blocks hold plain arrays only (nothing ``autograd`` is tracing)."""
+    for x in operands:
+        arrays = [getattr(x, f) for f in ("Wq", "Wk", "Wv", "bq", "bk", "bv")] if hasattr(x, "Wq") else [x]
+        if any(a is not None and type(a) is not np.ndarray for a in arrays):
+            return False
+    return True
+
+
+def attend_parts(Zq, Zk, block, rng=None):
+    """The block's output on the coordinates it writes: ``(out, rows)``.
+
+    ``attend(Zq, Zk, block)[..., rows] == out`` and the other coordinates are
+    0; ``rows`` is ``None`` when every coordinate may be written. Same
+    arguments as :func:`attend`.
+    """
+    norm = NORMALIZERS[block.normalizer]
+    if norm.needs_rng and not isinstance(rng, np.random.Generator):
+        raise ValueError(f"normalizer={block.normalizer!r} needs rng=numpy.random.Generator; got rng={rng!r}")
+    if block.normalizer == "identity" and Zq.shape[-2] != Zk.shape[-2]:
+        raise ValueError(
+            f"identity attention needs as many queries as keys; got m={Zq.shape[-2]}, r={Zk.shape[-2]}")
+    plain = is_plain(Zq, Zk, block)
+    if plain:
+        st = structure(block)
+        rows, values = st.value_rows, st.values(Zk)
+        if block.normalizer == "identity":
+            return values, rows
+        queries, keys = st.queries(Zq), st.keys(Zk)
+    else:
+        rows = None
+        values = anp.matmul(Zk, anp.swapaxes(block.Wv, -1, -2))
+        values = values if block.bv is None else values + block.bv
+        if block.normalizer == "identity":
+            return values, rows
+        queries = anp.matmul(Zq, anp.swapaxes(block.Wq, -1, -2))
+        queries = queries if block.bq is None else queries + block.bq
+        keys = anp.matmul(Zk, anp.swapaxes(block.Wk, -1, -2))
+        keys = keys if block.bk is None else keys + block.bk
+    extra = dict(block.params)
+    if norm.needs_rng:
+        extra["rng"] = rng
+    fused = block.score == "euclidean" and block.normalizer == "softmax" and not block.params
+    m, r = Zq.shape[-2], Zk.shape[-2]
+    batch = int(np.prod(Zq.shape[:-2], dtype=int))
+    if not plain and fused and Zq.shape[:-2] == Zk.shape[:-2]:
+        chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
+        parts = [euclidean_softmax_attention(queries[..., a : a + chunk, :], keys, values, block.gamma)
+                 for a in range(0, m, chunk)]
+        return (parts[0] if len(parts) == 1 else anp.concatenate(parts, axis=-2)), rows
+    if not plain:
+        chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
+        parts = []
+        for a in range(0, m, chunk):
+            s = SCORES[block.score](queries[..., a : a + chunk, :], keys)
+            s = block.gamma * s if norm.uses_gamma else s
+            parts.append(norm.average(s, values) if norm.average is not None
+                         else anp.matmul(norm.fn(s, **extra), values))
+        return (parts[0] if len(parts) == 1 else anp.concatenate(parts, axis=-2)), rows
+    # Few keys per query: chunks that stay in cache. Many (a point-to-point block): large chunks.
+    chunk = CACHE_ELEMENTS // max(1, r * batch)
+    if chunk < 256 or norm.needs_rng:
+        chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
+    if m <= chunk:
+        return _plain_chunk(queries, keys, values, block, norm, extra), rows
+    out = np.empty(np.broadcast_shapes(queries.shape[:-2], values.shape[:-2]) + (m, values.shape[-1]))
+    for a in range(0, m, chunk):
+        out[..., a : a + chunk, :] = _plain_chunk(queries[..., a : a + chunk, :], keys, values, block, norm, extra)
+    return out, rows
+
+
+def attend(Zq, Zk, block, rng=None):
+    """Apply one attention block; the numbers of :func:`kmt_ref.attention.attend`, faster.
+
+    Parameters
+    ----------
+    Zq : ndarray, shape (..., m, D)
+        Query tokens.
+    Zk : ndarray, shape (..., r, D)
+        Key/value tokens.
+    block : Block
+    rng : numpy.random.Generator, optional
+        Needed by random normalizers (Gumbel).
+
+    Returns
+    -------
+    ndarray, shape (..., m, D)
+    """
+    out, rows = attend_parts(Zq, Zk, block, rng)
+    if rows is None:
+        return out
+    full = np.zeros(out.shape[:-1] + (Zk.shape[-1],))
+    full[..., rows] = out
+    return full
+
+
+if os.environ.get("KMT_REF_THREADS"):
+    set_threads(int(os.environ["KMT_REF_THREADS"]))

@@ -1,0 +1,110 @@
+"""The fast kernels compute what the reference attention computes, for every model."""
+
+import numpy as np
+import pytest
+
+import kmt_ref
+from kmt_ref import attention, kernels
+from kmt_ref.layer import transformer_layer
+from kmt_ref.learning.model import ModelConfig, init_params, to_transformer
+
+MODELS = {
+    "Theorem 2.1, validated, gamma=inf": lambda: kmt_ref.lloyd_transformer(3, 4),
+    "Theorem 2.1, validated, gamma=1e4": lambda: kmt_ref.lloyd_transformer(3, 4, gamma=1e4),
+    "Theorem 2.1, faithful, gamma=inf": lambda: kmt_ref.lloyd_transformer(3, 4, config="faithful"),
+    "Theorem 2.1, faithful, gamma=50": lambda: kmt_ref.lloyd_transformer(3, 4, gamma=50.0, config="faithful"),
+    "Theorem 2.2 (dot product + FFN)": lambda: kmt_ref.dot_product_lloyd_transformer(3, 4),
+    "soft k-means": lambda: kmt_ref.soft_kmeans_transformer(3, 4, beta=5.0),
+    "spherical k-means": lambda: kmt_ref.spherical_kmeans_transformer(3, 4),
+    "trimmed k-means": lambda: kmt_ref.trimmed_kmeans_transformer(3, 4, t=1.0),
+    "robust k-means": lambda: kmt_ref.robust_kmeans_transformer(3, 4),
+    "randomized k-medoids": lambda: kmt_ref.kmedoids_transformer(3, 4, temperature=0.5),
+    "learned (d+k tokens)": lambda: to_transformer(init_params(ModelConfig(3, 4), np.random.default_rng(0)),
+                                                    ModelConfig(3, 4)),
+    "learned (d tokens)": lambda: to_transformer(init_params(ModelConfig(3, 4, "d"), np.random.default_rng(1)),
+                                                 ModelConfig(3, 4, "d")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_model_runs_the_same_through_the_kernels_and_the_reference(name):
+    model = MODELS[name]()
+    X, init, _ = kmt_ref.gaussian_mixture(np.random.default_rng(3), n=120, d=3, k=4)
+    P, Q = model._embed(X, init)
+    for _ in range(3):  # several layers: the second and third see tokens the first produced
+        fast = transformer_layer(P, Q, model.blocks, model.ffn, model.norm,
+                                 rng=np.random.default_rng(7), attend=kernels.attend)
+        ref = transformer_layer(P, Q, model.blocks, model.ffn, model.norm,
+                                rng=np.random.default_rng(7), attend=attention.attend)
+        for a, b in zip(fast, ref, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+        P, Q = fast
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_block_attends_the_same_through_the_kernels_and_the_reference(name):
+    model = MODELS[name]()
+    X, init, _ = kmt_ref.gaussian_mixture(np.random.default_rng(4), n=50, d=3, k=4)
+    P, Q = model._embed(X, init)
+    inputs = {"CAX": (P, Q), "SAX": (P, P), "CAC": (Q, P), "SAC": (Q, Q)}
+    for block_name, (Zq, Zk) in inputs.items():
+        block = model.blocks[block_name]
+        fast = kernels.attend(Zq, Zk, block, rng=np.random.default_rng(1))
+        ref = attention.attend(Zq, Zk, block, rng=np.random.default_rng(1))
+        np.testing.assert_allclose(fast, ref, rtol=1e-12, atol=1e-12, err_msg=block_name)
+        part, rows = kernels.attend_parts(Zq, Zk, block, rng=np.random.default_rng(1))
+        if rows is not None:
+            np.testing.assert_array_equal(fast[..., rows], part)
+            assert not np.any(np.delete(fast, np.arange(fast.shape[-1])[rows], axis=-1))
+
+
+def test_batches_of_tasks_run_the_same_as_one_task_at_a_time():
+    model = kmt_ref.lloyd_transformer(2, 3, gamma=30.0, config="faithful")
+    rng = np.random.default_rng(5)
+    X = rng.random((4, 40, 2))
+    init = X[:, :3].copy()
+    P, Q = model.layout.embed(X, init)
+    batched = transformer_layer(P, Q, model.blocks)
+    for b in range(4):
+        single = transformer_layer(P[b], Q[b], model.blocks)
+        np.testing.assert_array_equal(batched[1][b], single[1])
+
+
+def test_threads_do_not_change_a_single_bit():
+    config = ModelConfig(4, 3)
+    theta = init_params(config, np.random.default_rng(0))
+    X = np.random.default_rng(1).random((6, 30, 4))
+    init = X[:, :3].copy()
+    import autograd
+
+    from kmt_ref.learning.train import TrainConfig, batch_loss
+
+    cfg = TrainConfig(d=4, k=3, n=30, batch=6)
+    one = autograd.value_and_grad(batch_loss)(theta, X, init, cfg)
+    try:
+        kernels.set_threads(2)
+        two = autograd.value_and_grad(batch_loss)(theta, X, init, cfg)
+    finally:
+        kernels.set_threads(1)
+    assert one[0] == two[0] and np.array_equal(one[1], two[1])
+    with pytest.raises(ValueError, match="threads=0"):
+        kernels.set_threads(0)
+
+
+def test_weights_are_frozen_values():
+    model = kmt_ref.lloyd_transformer(2, 3)
+    with pytest.raises(ValueError, match="read-only"):
+        model.blocks["CAX"].Wq[0, 0] = 7.0
+    # Blocks built from one array hold separate copies.
+    assert model.blocks["CAX"].Wq is not model.blocks["SAX"].Wq
+    with pytest.raises(TypeError):
+        model.blocks["CAX"].params["t"] = 1.0
+
+
+def test_register_normalizer_refuses_bad_names_and_duplicates():
+    with pytest.raises(ValueError, match="already a normalizer"):
+        attention.register_normalizer("softmax", attention.NORMALIZERS["softmax"])
+    with pytest.raises(ValueError, match="name="):
+        attention.register_normalizer("", attention.NORMALIZERS["softmax"])
+    with pytest.raises(ValueError, match="normalizer="):
+        attention.register_normalizer("mine", lambda s: s)
