@@ -50,15 +50,22 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     if args.command == "verify":
-        from .verify import LEGEND, format_section, run_verification, summary_line, to_json
+        from .verify import LEGEND, SECTIONS, format_section, run_verification, summary_line, to_json
 
         if args.json:
             results = run_verification(quick=args.quick)
             print(to_json(results))
         else:
             print(LEGEND, flush=True)
-            results = run_verification(
-                quick=args.quick, on_section=lambda title, rows: print("\n" + format_section(title, rows), flush=True))
+            n = len(SECTIONS)
+
+            def started(title):
+                print(f"\n[{list(SECTIONS).index(title) + 1}/{n}] {title} ...", flush=True)
+
+            def finished(title, rows, seconds):
+                print(format_section(title, rows) + f"\n({len(rows)} rows in {seconds:.1f} s)", flush=True)
+
+            results = run_verification(quick=args.quick, on_section=finished, on_start=started)
             print("\n" + summary_line(results))
         return 0 if all(r.ok for rows in results.values() for r in rows) else 1
     if args.command == "bench":

@@ -288,6 +288,8 @@ defvjp_argnums(euclidean_softmax_attention, _esa_vjp)
 def _euclidean_hardmax(queries, keys, values):
     """Mean of the values of each query's nearest keys (sum over the arg-max set / its size).
 
+    ``values=None`` stands for the identity (the result is then the weights).
+
     Scores ``2 k.q - |k|^2`` are laid out keys by queries, so that the maximum
     and the count over keys are element-wise operations between rows.
     """
@@ -295,7 +297,8 @@ def _euclidean_hardmax(queries, keys, values):
     St -= np.sum(keys * keys, axis=-1)[..., :, None]
     best = St == np.max(St, axis=-2, keepdims=True)
     count = np.sum(best, axis=-2)[..., :, None]  # (..., m, 1)
-    return np.matmul(np.swapaxes(best, -1, -2).astype(float), values) / count
+    members = np.swapaxes(best, -1, -2).astype(float)
+    return (members if values is None else np.matmul(members, values)) / count
 
 
 def _linear(scores, values):
@@ -310,12 +313,18 @@ def _linear(scores, values):
     return np.matmul(scores, values)
 
 
-def _plain_chunk(q, keys, values, block, norm, extra):
+def _is_identity(values):
+    """Whether ``values`` is one identity matrix (the ids I_k that CAX reads): ``W @ I = W`` exactly."""
+    return values.ndim == 2 and values.shape[0] == values.shape[1] and np.array_equal(values, np.eye(len(values)))
+
+
+def _plain_chunk(q, keys, values, block, norm, extra, identity):
     """One chunk of queries against all keys, plain arrays."""
     if block.score == "euclidean" and block.normalizer == "hardmax":
-        return _euclidean_hardmax(q, keys, values)
+        return _euclidean_hardmax(q, keys, None if identity else values)
     if block.score == "euclidean" and block.normalizer == "softmax" and not block.params:
-        return _esa_forward(q, keys, values, block.gamma)
+        weights = _euclidean_softmax_weights(q, keys, block.gamma)
+        return weights if identity else np.matmul(weights, values)
     s = SCORES[block.score](q, keys)
     if norm.uses_gamma:
         s = block.gamma * s
@@ -389,11 +398,13 @@ def attend_parts(Zq, Zk, block, rng=None):
     chunk = CACHE_ELEMENTS // max(1, r * batch)
     if chunk < 256 or norm.needs_rng:
         chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
+    identity = _is_identity(values)
     if m <= chunk:
-        return _plain_chunk(queries, keys, values, block, norm, extra), rows
+        return _plain_chunk(queries, keys, values, block, norm, extra, identity), rows
     out = np.empty(np.broadcast_shapes(queries.shape[:-2], values.shape[:-2]) + (m, values.shape[-1]))
     for a in range(0, m, chunk):
-        out[..., a : a + chunk, :] = _plain_chunk(queries[..., a : a + chunk, :], keys, values, block, norm, extra)
+        out[..., a : a + chunk, :] = _plain_chunk(queries[..., a : a + chunk, :], keys, values, block, norm, extra,
+                                                  identity)
     return out, rows
 
 

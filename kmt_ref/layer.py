@@ -193,7 +193,7 @@ class KMeansTransformer:
         extra = "" if self.norm is None else f", norm={self.norm!r}"
         return f"KMeansTransformer({self.name!r}, {self.layout}, {parts}{extra})"
 
-    def run(self, X, init, n_layers, rng=None, reembed=False, warn=False):
+    def run(self, X, init, n_layers, rng=None, reembed=False, warn=False, keep_assignments=True):
         """Embed ``X`` and ``init``, apply ``n_layers`` layers, read out centers.
 
         Parameters
@@ -239,16 +239,19 @@ class KMeansTransformer:
             raise ValueError(f"this model is random: pass rng=numpy.random.Generator; got rng={rng!r}")
         reembed = check_bool(reembed, "reembed")
         warn = check_bool(warn, "warn")
+        keep = check_bool(keep_assignments, "keep_assignments")
         if not self.translation_invariant:
-            traj = self._run(X, C, n_layers, rng, reembed)
+            traj, last = self._run(X, C, n_layers, rng, reembed, keep)
         else:
             # The lower median is a data value: integer data stay integers, exact ties stay exact.
             origin = np.sort(X, axis=0)[(X.shape[0] - 1) // 2]
-            moved = self._run(X - origin, C - origin, n_layers, rng, reembed)
+            moved, last = self._run(X - origin, C - origin, n_layers, rng, reembed, keep)
             centers = moved.centers + origin
             centers[0] = C
             traj = Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
-        split = traj.split_fraction() if warn and n_layers > 0 else None
+        split = None
+        if warn and last is not None:
+            split = Trajectory(traj.centers[-2:], traj.labels[-1:], last[None]).split_fraction()
         if split is not None and split[-1] > 0.1:
             warnings.warn(
                 f"{self.name}: {split[-1]:.0%} of the points have split assignments after the last layer; "
@@ -264,14 +267,15 @@ class KMeansTransformer:
             P, Q = self.norm(P), self.norm(Q)
         return P, Q
 
-    def _run(self, X, C, n_layers, rng, reembed):
-        """Trusted kernel of :meth:`run`."""
+    def _run(self, X, C, n_layers, rng, reembed, keep):
+        """Trusted kernel of :meth:`run`: the trajectory, and the last layer's assignment block."""
         layout = self.layout
         has_y = "y" in layout.slices
         n = X.shape[0]
         centers = np.empty((n_layers + 1, self.k, self.d))
         labels = np.empty((n_layers, n), dtype=np.intp)
-        assignments = np.empty((n_layers, n, self.k)) if has_y else None
+        assignments = np.empty((n_layers, n, self.k)) if has_y and keep else None
+        last, first_bad = None, None
         P, Q = self._embed(X, C)
         centers[0] = layout.read(Q, "x")  # = C unless a norm rescaled it
         for t in range(n_layers):
@@ -280,8 +284,12 @@ class KMeansTransformer:
             P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng)
             centers[t + 1] = layout.read(Q, "x")
             if has_y:
-                assignments[t] = layout.read(P, "y")
-                labels[t] = np.argmax(assignments[t], axis=1)
+                last = layout.read(P, "y")
+                if first_bad is None and not np.all(np.isfinite(last)):
+                    first_bad = t
+                if keep:
+                    assignments[t] = last
+                labels[t] = np.argmax(last, axis=1)
             else:
                 labels[t] = nearest_center(X, centers[t])
         if not np.all(np.isfinite(centers)):
@@ -290,12 +298,9 @@ class KMeansTransformer:
                 f"{int(np.argmax(~np.isfinite(centers).all(axis=(1, 2))))}); "
                 "the scores overflowed - lower gamma or rescale X"
             )
-        if has_y and not np.all(np.isfinite(assignments)):
+        if first_bad is not None:
             raise ValueError(
-                f"{self.name}: non-finite assignments appeared (first at layer "
-                f"{int(np.argmax(~np.isfinite(assignments).all(axis=(1, 2))))}); "
+                f"{self.name}: non-finite assignments appeared (first at layer {first_bad}); "
                 "the scores overflowed - lower gamma or rescale X"
             )
-        return Trajectory(centers=centers, labels=labels, assignments=assignments)
-
-
+        return Trajectory(centers=centers, labels=labels, assignments=assignments), last

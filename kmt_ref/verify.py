@@ -15,6 +15,7 @@ than hidden) or ``None`` (reported only).
 """
 
 import json
+import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -358,17 +359,21 @@ def _learnable_format_rows(quick=False):
 SECTIONS["Learned-model format runs the construction"] = _learnable_format_rows
 
 
-def run_verification(quick=False, on_section=None):
+def run_verification(quick=False, on_section=None, on_start=None):
     """All rows of all sections, ``{section: [Row, ...]}``.
 
-    ``on_section(title, rows)``, if given, is called as each section finishes
-    (the command line prints it then, so a long run shows its progress).
+    ``on_start(title)`` and ``on_section(title, rows, seconds)``, if given, are
+    called as each section starts and finishes (the command line prints a
+    line and the section's table then, so a long run shows its progress).
     """
     results = {}
     for title, fn in SECTIONS.items():
+        if on_start is not None:
+            on_start(title)
+        start = time.perf_counter()
         results[title] = fn(quick)
         if on_section is not None:
-            on_section(title, results[title])
+            on_section(title, results[title], time.perf_counter() - start)
     return results
 
 

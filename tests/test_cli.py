@@ -32,8 +32,10 @@ def test_bench_quick_reports_ratios_and_memory_with_pinned_blas_threads(capfd):
     assert main(["bench", "--quick"]) == 0  # runs in a child process with BLAS threads pinned
     out = capfd.readouterr().out
     assert "BLAS threads: 1" in out
-    assert "transformer / lloyd" in out and "lloyd / kmeans2" in out and "peak" in out
-    assert "where a layer's time goes (ms)" in out and "CAX" in out
+    assert "transformer gamma=inf / lloyd" in out and "transformer gamma=1e4 / lloyd" in out
+    assert "lloyd / scipy kmeans2" in out and "peak" in out and "machine floor of one layer" in out
+    assert "where a layer's time goes (ms)" in out and "CAX" in out and "on 2 threads" in out
+    assert "ABOVE" not in out
 
 
 def test_bench_rejects_a_non_positive_thread_count():

@@ -202,3 +202,17 @@ def test_assemble_blocks_turns_attention_into_hardmax_at_gamma_inf_and_softmax_o
     assert soft["CAX"].gamma == 1e4 and np.array_equal(soft["CAX"].Wv, weights["CAX"][2])
     # Weights are values: a block holds its own read-only copy.
     assert soft["CAX"].Wv is not weights["CAX"][2] and not soft["CAX"].Wv.flags.writeable
+
+
+def test_keep_assignments_false_keeps_labels_and_centers_and_still_warns(mixture):
+    X, init = mixture(2, 300, 2, 4)
+    model = lloyd_transformer(2, 4, gamma=1e4)
+    full, lean = model.run(X, init, 5), model.run(X, init, 5, keep_assignments=False)
+    np.testing.assert_array_equal(full.centers, lean.centers)
+    np.testing.assert_array_equal(full.labels, lean.labels)
+    assert full.assignments.shape == (5, 300, 4) and lean.assignments is None
+    cold = lloyd_transformer(2, 4, gamma=1e-3)  # far too small: most assignments split
+    with pytest.warns(UserWarning, match="split assignments"):
+        cold.run(X, init, 2, warn=True, keep_assignments=False)
+    with pytest.raises(ValueError, match="keep_assignments"):
+        model.run(X, init, 1, keep_assignments="no")

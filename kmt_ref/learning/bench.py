@@ -27,7 +27,7 @@ def _timed(fn):
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=True):
+def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=True, threads=1):
     """Median seconds of the forward pass and of a full step (loss + gradient).
 
     Parameters
@@ -38,8 +38,10 @@ def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=T
         Timed repetitions of each variant, after one warm-up.
     seed : int
     generic : bool
-        Also time autograd's differentiation of the generic (unfused)
-        attention path, for the speed-up.
+        Also time autograd's differentiation of the reference attention,
+        for the speed-up of the hand-written gradient.
+    threads : int
+        Threads over the batch's tasks (:func:`kmt_ref.kernels.set_threads`).
 
     Returns
     -------
@@ -58,16 +60,21 @@ def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=T
     variants = {"fused": kernels.attend, "generic": attention.attend} if generic else {"fused": kernels.attend}
     times = {v: {"forward": [], "step": [], "step_cpu": []} for v in variants}
     grads = {}
-    for rep in range(repeats + 1):
-        for name, attend in variants.items():
-            f, _ = _timed(lambda attend=attend: batch_loss(theta, X, init, config, attend))
-            s, c = _timed(lambda name=name, attend=attend:
-                          grads.__setitem__(name, grad_fn(theta, X, init, config, attend)[1]))
-            if rep > 0:  # the first round is a warm-up
-                times[name]["forward"].append(f)
-                times[name]["step"].append(s)
-                times[name]["step_cpu"].append(c)
-    out = {"setting": dict(n=n, d=d, k=k, batch=batch, repeats=repeats)}
+    saved = kernels.threads()
+    kernels.set_threads(threads)
+    try:
+        for rep in range(repeats + 1):
+            for name, attend in variants.items():
+                f, _ = _timed(lambda attend=attend: batch_loss(theta, X, init, config, attend))
+                s, c = _timed(lambda name=name, attend=attend:
+                              grads.__setitem__(name, grad_fn(theta, X, init, config, attend)[1]))
+                if rep > 0:  # the first round is a warm-up
+                    times[name]["forward"].append(f)
+                    times[name]["step"].append(s)
+                    times[name]["step_cpu"].append(c)
+    finally:
+        kernels.set_threads(saved)
+    out = {"setting": dict(n=n, d=d, k=k, batch=batch, repeats=repeats, threads=threads)}
     for name in variants:
         f, s = float(np.median(times[name]["forward"])), float(np.median(times[name]["step"]))
         out[name] = dict(forward=f, step=s, backward=s - f,
