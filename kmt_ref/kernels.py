@@ -307,7 +307,7 @@ def _linear(scores, values):
         raise ValueError("linear attention needs non-negative scores; got a negative score")
     total = np.sum(scores, axis=-1, keepdims=True)
     if np.all(total > 0):
-        scores = scores / total
+        scores /= total  # in place: the scores are this chunk's own array
     else:
         scores = np.where(total > 0, scores / np.where(total > 0, total, 1.0), 1.0 / scores.shape[-1])
     return np.matmul(scores, values)

@@ -244,8 +244,11 @@ class KMeansTransformer:
             traj, last = self._run(X, C, n_layers, rng, reembed, keep)
         else:
             # The lower median is a data value: integer data stay integers, exact ties stay exact.
-            origin = np.sort(X, axis=0)[(X.shape[0] - 1) // 2]
-            moved, last = self._run(X - origin, C - origin, n_layers, rng, reembed, keep)
+            # (Column by column: a sorted copy of all of X would double the run's memory.)
+            m = (X.shape[0] - 1) // 2
+            origin = np.array([np.partition(X[:, j], m)[m] for j in range(X.shape[1])])
+            X -= origin  # X is check_data's own copy: moved in place, no second copy
+            moved, last = self._run(X, C - origin, n_layers, rng, reembed, keep)
             centers = moved.centers + origin
             centers[0] = C
             traj = Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
