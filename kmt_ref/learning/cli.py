@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 
+from .. import kernels
 from .._cli import integer_at_least, positive_number
 from .._results import check_output_dir
 from . import experiments
@@ -166,7 +167,10 @@ def train_command(argv=()):
     parser.add_argument("--tau", type=positive_number, help="loss temperature (paper: 0.1)")
     parser.add_argument("--steps", type=integer_at_least(1), help="training steps (paper: 10,000)")
     parser.add_argument("--lr", type=positive_number, help="initial Adam learning rate (paper: 0.01)")
+    parser.add_argument("--threads", type=integer_at_least(1), default=1,
+                        help="threads over a batch's tasks (default 1; the numbers do not depend on it)")
     args = parser.parse_args(list(argv))
+    kernels.set_threads(args.threads)
     scale = args.scale or "quick"
     overrides = {key: getattr(args, flag) for key, flag in
                  (("n", "n"), ("d", "d"), ("k", "k"), ("tau", "tau"), ("n_steps", "steps"), ("lr", "lr"))
