@@ -7,8 +7,8 @@ plainly. ``lloyd`` is itself checked against ``scipy.cluster.vq.kmeans2``.
 import numpy as np
 import scipy.sparse
 
-from ._validation import check_centers, check_choice, check_data, check_k, check_problem, check_rng
-from .geometry import assigned_squared_distances, nearest_center
+from ._validation import check_choice, check_data, check_k, check_problem, check_rng
+from .geometry import kmeans_objective, nearest_center
 from .trajectory import Trajectory
 
 __all__ = ["kmeans_objective", "kmeans_plusplus", "lloyd", "EMPTY_CLUSTER_POLICIES"]
@@ -25,23 +25,6 @@ __all__ = ["kmeans_objective", "kmeans_plusplus", "lloyd", "EMPTY_CLUSTER_POLICI
 #: ``"raise"``
 #:     ``ValueError`` naming the empty cluster and the iteration.
 EMPTY_CLUSTER_POLICIES = ("global_mean", "keep", "raise")
-
-
-def kmeans_objective(X, centers):
-    """The k-means objective ``sum_i min_j ||x_i - c_j||^2`` (a sum, not a mean).
-
-    Parameters
-    ----------
-    X : array_like, shape (n, d)
-    centers : array_like, shape (k, d)
-
-    Returns
-    -------
-    float
-    """
-    X = check_data(X)
-    C = check_centers(centers, X.shape[1], name="centers")
-    return float(np.sum(assigned_squared_distances(X, C, nearest_center(X, C))))
 
 
 def kmeans_plusplus(X, k, rng):

@@ -8,7 +8,9 @@ algorithm are computed from identical numbers.
 import autograd.numpy as anp
 import numpy as np
 
-__all__ = ["squared_distances", "center_distances", "nearest_center", "assigned_squared_distances",
+from ._validation import check_centers, check_data
+
+__all__ = ["squared_distances", "center_distances", "nearest_center", "assigned_squared_distances", "kmeans_objective",
            "CHUNK_ELEMENTS"]
 
 #: Largest number of (query, key) pairs held in memory at once by the chunked
@@ -101,3 +103,20 @@ def assigned_squared_distances(X, C, labels):
     """
     diff = X - C[labels]  # (n, d)
     return np.einsum("ij,ij->i", diff, diff)
+
+
+def kmeans_objective(X, centers):
+    """The k-means objective ``sum_i min_j ||x_i - c_j||^2`` (a sum, not a mean).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    centers : array_like, shape (k, d)
+
+    Returns
+    -------
+    float
+    """
+    X = check_data(X)
+    C = check_centers(centers, X.shape[1], name="centers")
+    return float(np.sum(assigned_squared_distances(X, C, nearest_center(X, C))))

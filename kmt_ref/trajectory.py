@@ -4,6 +4,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .geometry import kmeans_objective
+
 __all__ = ["Trajectory"]
 
 
@@ -49,8 +51,6 @@ class Trajectory:
 
     def objectives(self, X):
         """k-means objective of every iterate, shape ``(n_iter + 1,)``."""
-        from .classical import kmeans_objective
-
         return np.array([kmeans_objective(X, C) for C in self.centers])
 
     def log_objectives(self, X):

@@ -7,7 +7,6 @@ module name, so an edit is picked up on the next run and nothing is cached.
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -174,7 +173,7 @@ def run_check(exercise, directory):
 
 
 #: Marks the result line a child process prints (anything else it prints is the reader's).
-_RESULT_MARK = "@@kmt_ref-check-result@@ "
+RESULT_MARK = "@@kmt_ref-check-result@@ "
 
 
 def run_check_isolated(exercise, directory, timeout=120.0):
@@ -186,31 +185,21 @@ def run_check_isolated(exercise, directory, timeout=120.0):
     """
     start = time.perf_counter()
     cmd = [sys.executable, "-c",
-           "import sys; from kmt_ref.exercises.runner import _child; _child(sys.argv[1], sys.argv[2])",
+           "import sys; from kmt_ref.exercises.child import main; main(sys.argv[1], sys.argv[2])",
            exercise.stem, str(Path(directory).resolve())]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return CheckResult(exercise, False, f"timed out after {timeout:g} s: an endless loop, or far too slow",
                            time.perf_counter() - start)
-    lines = [line for line in done.stdout.splitlines() if line.startswith(_RESULT_MARK)]
+    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
     if lines:
-        result = json.loads(lines[-1][len(_RESULT_MARK):])
+        result = json.loads(lines[-1][len(RESULT_MARK):])
         return CheckResult(exercise, result["passed"], result["message"], time.perf_counter() - start)
     tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
     return CheckResult(exercise, False, f"the process ended (exit status {done.returncode}) before the check gave "
                        f"a result - does your code exit or crash Python? last error output: {tail}",
                        time.perf_counter() - start)
-
-
-def _child(stem, directory):
-    from .catalog import EXERCISES
-
-    (exercise,) = [ex for ex in EXERCISES if ex.stem == stem]
-    result = run_check(exercise, directory)
-    sys.stdout.write("\n" + _RESULT_MARK + json.dumps(dict(passed=result.passed, message=result.message)) + "\n")
-    sys.stdout.flush()
-    os._exit(0)  # nothing the reader's code registered (atexit, threads) runs after the result
 
 
 def format_results(results):

@@ -7,19 +7,10 @@ themselves are compared in :func:`~kmt_ref.learning.experiments.weight_summary`)
 
 import numpy as np
 
-from ..attention import NORMALIZERS, SCORES
+from ..attention import attention_weights
 from ..layer import BLOCK_NAMES
 
 __all__ = ["attention_maps"]
-
-
-def _weights(Zq, Zk, block):
-    """Row-stochastic attention weights of ``block``, shape (m, r)."""
-    q = Zq @ np.asarray(block.Wq).T + (0 if block.bq is None else block.bq)
-    k = Zk @ np.asarray(block.Wk).T + (0 if block.bk is None else block.bk)
-    norm = NORMALIZERS[block.normalizer]
-    s = SCORES[block.score](q, k)
-    return norm.fn(block.gamma * s if norm.uses_gamma else s, **block.params)
 
 
 def attention_maps(model, X, init):
@@ -52,5 +43,5 @@ def attention_maps(model, X, init):
     for name in BLOCK_NAMES:
         Zq, Zk = inputs[name]
         block = model.blocks[name]
-        out[name] = np.eye(Zq.shape[0]) if block.normalizer == "identity" else _weights(Zq, Zk, block)
+        out[name] = np.array(attention_weights(Zq, Zk, block))  # the reference attention's own weights
     return out
