@@ -21,6 +21,8 @@ import os
 import signal
 import sys
 
+import numpy as np
+
 from .. import kernels
 from .._cli import integer_at_least, positive_number
 from .._results import check_output_dir
@@ -36,6 +38,7 @@ EXPERIMENT_HELP = {
     "kmeanspp": "k-means++ initial centers (paper Fig. 4c)",
     "families": "other mixture families and options (paper Table 1, Fig. 11)",
     "weights": "learned weights next to the construction (paper Fig. 5)",
+    "training-curves": "training loss and validation ratio for the paper's Fig. 9, 10a, 10b settings (--figures scale)",
 }
 
 
@@ -50,6 +53,9 @@ def _scale_options(parser, results_help):
     group.add_argument("--paper", dest="scale", action="store_const", const="paper",
                        help="the authors' protocol: 10,000 steps, seeds 0-9 (about an hour per model on one "
                        "core; models missing from the committed results are TRAINED unless --no-train)")
+    group.add_argument("--figures", dest="scale", action="store_const", const="figures",
+                       help="training-curves only: 128 points, batches of 8, 2,000 steps, seeds 0-2 "
+                       "(its default; about half an hour for the 78 models)")
     parser.add_argument("--results-dir", default=None, help=results_help)
 
 
@@ -102,6 +108,16 @@ def report_text(name, result):
             learned, lloyd = row["learned_log_objective"], row["lloyd_log_objective"]
             gap = "" if learned is None else f"{learned - lloyd:+.3f}"
             lines.append(f"  {setting:<28}{lloyd:8.3f}{_fmt(learned):>10}{gap:>17}")
+    if name == "training-curves":
+        st = result["setting"]
+        lines.append(f"{st['n']} points, batches of {st['batch']}, {st['n_steps']} steps; final validation ratio "
+                     "(objective after the layer / after one Lloyd step), median [min, max] over seeds:")
+        for panel, rows in result["panels"].items():
+            lines.append(f"  {panel}")
+            for r in rows:
+                v = r["val_ratio_final"]
+                lines.append(f"    tokens {r['tokens']:<4} k={r['k']:<3} d={r['d']:<3} tau={r['tau']:<6g}"
+                             f"{np.median(v):7.3f} [{min(v):.3f}, {max(v):.3f}]")
     if name == "weights":
         lines.append("data-block diagonal mean of each learned matrix, per seed (construction in brackets):")
         for key, entry in result["per_seed"][0].items():
@@ -123,7 +139,9 @@ def reproduce(name, argv=()):
     parser.add_argument("--seeds", type=_seed_list, default=None,
                         help="comma-separated seeds (default: all of the scale's seeds)")
     args = parser.parse_args(list(argv))
-    scale = args.scale or "quick"
+    scale = args.scale or ("figures" if name == "training-curves" else "quick")
+    if scale == "figures" and name != "training-curves":
+        parser.error("--figures is the scale of training-curves only")
     if args.report:
         results_dir = args.results_dir or experiments.RESULTS_DIR
         if args.scale is None and os.path.exists(os.path.join(results_dir, "paper", f"{name}.json")):

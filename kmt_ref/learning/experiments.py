@@ -10,7 +10,9 @@ writes ``<output dir>/learning/<scale>/<experiment>.json`` (see
 Scales: ``"paper"`` is the authors' protocol (10,000 steps, batch 32, 320
 held-out tasks, 20 evaluation steps, seeds 0-9, or as many as are trained);
 ``"quick"`` is one seed and a few hundred steps on fewer evaluation tasks,
-enough to show the trend on a laptop in minutes.
+enough to show the trend on a laptop in minutes; ``"figures"`` (only for
+``training-curves``, the paper's Figures 9 and 10) is 128 points per task,
+batches of 8 and 2,000 steps, seeds 0-2.
 """
 
 import os
@@ -37,6 +39,19 @@ SCALES = {
                   gen_n=(128, 256, 1024)),
     "paper": dict(n_steps=10_000, seeds=tuple(range(10)), eval_tasks=320, val_tasks=320,
                   n_eval_steps=20, gen_n=(128, 256, 1024, 2048)),
+    # The paper's training figures (9, 10a, 10b) at a stated reduced scale: 26 settings x 3 seeds
+    # at the paper's protocol would take days on a CPU; at 128 points, batches of 8 and 2,000 steps
+    # a model trains in well under a minute.
+    "figures": dict(n_steps=2_000, seeds=(0, 1, 2), eval_tasks=64, val_tasks=64, n_eval_steps=20,
+                    train=dict(n=128, batch=8)),
+}
+
+#: The settings of the paper's training figures: ``{panel: [overrides, ...]}`` (both token layouts each).
+FIGURE_SETTINGS = {
+    "Figure 9 (k = 6, d = 4)": [dict(k=6, d=4, tau=tau) for tau in (1.0, 0.25, 0.143, 0.1)],
+    "Figure 9 (k = 6, d = 32)": [dict(k=6, d=32, tau=tau) for tau in (1.0, 0.25, 0.143, 0.1)],
+    "Figure 10a (d = 32)": [dict(k=k, d=32, tau=0.1) for k in (10, 16, 25)],
+    "Figure 10b (k = 6)": [dict(k=6, d=d, tau=0.1) for d in (4, 8, 16, 32)],
 }
 
 #: Committed results, shipped inside the package (``kmt_ref/results/learning``): read-only.
@@ -265,6 +280,52 @@ def weight_summary(theta, model_config):
     return out
 
 
+def _windowed(loss, window):
+    n = len(loss) // window
+    return np.asarray(loss[: n * window]).reshape(n, window).mean(axis=1)
+
+
+def training_curves(scale="figures", results_dir=None, train_missing=True, progress=True, seeds=None,
+                    window=50):
+    """The paper's training figures: training loss and validation ratio of every setting, over seeds.
+
+    For each panel of :data:`FIGURE_SETTINGS` and each token layout: the
+    training loss averaged over ``window``-step windows and the validation
+    ratio (objective after the layer / after one Lloyd step, on the run's
+    validation tasks) at every validation, as median, min and max over seeds,
+    and the final validation ratio of each seed.
+    """
+    panels = {}
+    done = {}
+    for panel, settings in FIGURE_SETTINGS.items():
+        rows = []
+        for overrides in settings:
+            for tokens in ("d+k", "d"):
+                key = (tokens, tuple(sorted(overrides.items())))
+                if key not in done:
+                    models = []
+                    for seed in SCALES[scale]["seeds"] if seeds is None else seeds:
+                        r = trained(scale, tokens, seed, results_dir, train_missing, progress, **overrides)
+                        if r is not None:
+                            models.append(r)
+                    if not models:
+                        raise ValueError(f"no trained {tokens} models for {overrides} at scale={scale!r}")
+                    done[key] = dict(
+                        tokens=tokens, **overrides, **_status(models),
+                        val_step=np.asarray(models[0].history["val_step"]).tolist(),
+                        val_ratio=_summary([r.history["val_ratio"] for r in models]),
+                        train_loss_step=((np.arange(len(models[0].history["train_loss"]) // window) + 1)
+                                         * window).tolist(),
+                        train_loss=_summary([_windowed(r.history["train_loss"], window) for r in models]),
+                        val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
+                    )
+                rows.append(done[key])
+        panels[panel] = rows
+    first = next(iter(done.values()))
+    setting = dict(SCALES[scale].get("train", {}), n_steps=SCALES[scale]["n_steps"])
+    return dict(seeds=first["seeds"], setting=setting, window=window, panels=panels)
+
+
 def weights(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
     """Learned weights (every seed) summarized next to the construction."""
     models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
@@ -278,6 +339,7 @@ EXPERIMENTS = {
     "kmeanspp": kmeanspp,
     "families": families,
     "weights": weights,
+    "training-curves": training_curves,
 }
 
 
