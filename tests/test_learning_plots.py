@@ -42,3 +42,19 @@ def test_training_curves_plot_median_and_band_over_seeds():
     medians = [line.get_ydata() for line in loss_ax.get_lines()]
     np.testing.assert_allclose(medians[0], np.linspace(10, 1, 100).reshape(10, 10).mean(axis=1) + 0.25)
     assert len(ratio_ax.get_lines()) == 3  # two medians and Lloyd's line
+
+
+def test_training_panels_plot_one_row_per_panel_and_a_line_per_setting():
+    from kmt_ref.plotting.learning import plot_training_panels
+
+    def row(tokens, tau, offset):
+        summary = {"median": [3.0 + offset, 2.0], "min": [2.9, 1.9], "max": [3.1 + offset, 2.1]}
+        return dict(tokens=tokens, k=6, d=4, tau=tau, train_loss_step=[50, 100], train_loss=summary,
+                    val_step=[0, 50], val_ratio=summary)
+
+    panels = {"a": [row("d+k", 1.0, 0), row("d", 1.0, 1), row("d+k", 0.1, 2)], "b": [row("d+k", 0.1, 0)]}
+    fig = plot_training_panels(panels)
+    assert isinstance(fig, Figure) and len(fig.axes) == 4
+    assert len(fig.axes[1].get_lines()) == 3 + 1  # three settings and the Lloyd line
+    labels = [line.get_label() for line in fig.axes[1].get_lines()[:3]]
+    assert labels == ["tau=1, [x | y]", "tau=1, [x]", "tau=0.1, [x | y]"]

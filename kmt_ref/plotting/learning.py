@@ -7,7 +7,8 @@ from matplotlib.figure import Figure
 from ..layer import BLOCK_NAMES
 from ..learning.model import unflatten
 
-__all__ = ["plot_log_objective", "plot_training_curves", "plot_weights", "plot_attention_maps"]
+__all__ = ["plot_log_objective", "plot_training_curves", "plot_training_panels", "plot_weights",
+           "plot_attention_maps"]
 
 
 def _band(ax, summary, label, color, x=None):
@@ -96,6 +97,49 @@ def plot_training_curves(histories, window=50):
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
+    return fig
+
+
+def plot_training_panels(panels):
+    """The paper's training figures from summaries: one row per panel, loss left, validation ratio right.
+
+    Parameters
+    ----------
+    panels : dict
+        ``{title: [row, ...]}`` as in the ``panels`` of the ``training-curves``
+        experiment: each row has ``tokens``, ``k``, ``d``, ``tau``, and
+        ``train_loss`` / ``val_ratio`` summaries (``median``, ``min``, ``max``
+        over seeds) at ``train_loss_step`` / ``val_step``. Within a panel, the
+        setting that varies picks the colour; tokens ``[x | y]`` are solid,
+        ``[x]`` dashed; bands are min to max over seeds.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig = Figure(figsize=(10, 3.1 * len(panels)), layout="constrained")
+    axes = np.atleast_2d(fig.subplots(len(panels), 2))
+    colors = rcParams["axes.prop_cycle"].by_key()["color"]
+    for (title, rows), (loss_ax, ratio_ax) in zip(panels.items(), axes, strict=True):
+        varying = [p for p in ("tau", "k", "d") if len({r[p] for r in rows}) > 1]
+        values = sorted({tuple(r[p] for p in varying) for r in rows})
+        for r in rows:
+            key = tuple(r[p] for p in varying)
+            color = colors[values.index(key) % len(colors)]
+            label = ", ".join(f"{p}={r[p]:g}" for p in varying) + f", [{'x | y' if r['tokens'] == 'd+k' else 'x'}]"
+            style = "-" if r["tokens"] == "d+k" else "--"
+            for ax, x, summary in ((loss_ax, r["train_loss_step"], r["train_loss"]),
+                                   (ratio_ax, r["val_step"], r["val_ratio"])):
+                ax.plot(x, summary["median"], color=color, linestyle=style, linewidth=1.2, label=label)
+                ax.fill_between(x, summary["min"], summary["max"], color=color, alpha=0.12)
+        ratio_ax.axhline(1.0, color="k", linewidth=0.8, linestyle=":")
+        for ax, name in ((loss_ax, "training loss (window mean)"), (ratio_ax, "validation objective / Lloyd")):
+            ax.set_yscale("log")
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("training step")
+            ax.set_ylabel(name, fontsize=8)
+            ax.grid(alpha=0.3)
+        ratio_ax.legend(fontsize=6, ncol=2)
     return fig
 
 
