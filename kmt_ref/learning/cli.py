@@ -54,8 +54,8 @@ def _scale_options(parser, results_help):
                        help="the authors' protocol: 10,000 steps, seeds 0-9 (about an hour per model on one "
                        "core; models missing from the committed results are TRAINED unless --no-train)")
     group.add_argument("--figures", dest="scale", action="store_const", const="figures",
-                       help="training-curves only: 128 points, batches of 8, 2,000 steps, seeds 0-2 "
-                       "(its default; about half an hour for the 78 models)")
+                       help="training-curves only: 128 points, batches of 8, 2,000 steps, seeds 0 and 1 "
+                       "(its default; 52 models, about half an hour on one core)")
     parser.add_argument("--results-dir", default=None, help=results_help)
 
 
