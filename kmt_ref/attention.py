@@ -45,6 +45,7 @@ from types import MappingProxyType
 import autograd.numpy as anp
 import numpy as np
 
+from ._validation import check_choice
 from .geometry import squared_distances
 from .normalizers import gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
 
@@ -229,13 +230,8 @@ class Block:
                 W.flags.writeable = False
                 object.__setattr__(self, name, W)
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
-        if self.score not in SCORES:
-            raise ValueError(f"score must be one of {sorted(SCORES)}; got score={self.score!r}")
-        if self.normalizer not in NORMALIZERS:
-            raise ValueError(
-                f"normalizer must be one of {sorted(NORMALIZERS)}; "
-                f"got normalizer={self.normalizer!r}"
-            )
+        check_choice(self.score, "score", SCORES)
+        check_choice(self.normalizer, "normalizer", NORMALIZERS)
         norm = NORMALIZERS[self.normalizer]
         if norm.uses_gamma and not (0 < self.gamma < np.inf):
             raise ValueError(

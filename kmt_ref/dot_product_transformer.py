@@ -110,7 +110,7 @@ distances differ by less than about ``eps ||x||^2``.
 
 import numpy as np
 
-from ._validation import check_k, check_positive
+from ._validation import check_choice, check_k, check_positive
 from .feedforward import FeedForward
 from .layer import KMeansTransformer
 from .lloyd_transformer import assemble_blocks, lloyd_transformer
@@ -225,8 +225,7 @@ def dot_product_lloyd_transformer(d, k, gamma=np.inf, config="validated"):
     d = check_k(d, None, name="d")
     k = check_k(k, None, name="k")
     gamma = check_positive(gamma, "gamma", allow_inf=True)
-    if config not in CONFIGS:
-        raise ValueError(f"config must be one of {sorted(CONFIGS)}; got config={config!r}")
+    check_choice(config, "config", CONFIGS)
     layout = TokenLayout(d, k, LAYOUT_BLOCKS)
     blocks = assemble_blocks(dot_product_weights(layout), CONFIGS[config], gamma)
     return KMeansTransformer(

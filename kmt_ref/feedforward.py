@@ -18,6 +18,8 @@ from types import MappingProxyType
 import autograd.numpy as anp
 import numpy as np
 
+from ._validation import check_choice
+
 __all__ = ["ACTIVATIONS", "FeedForward"]
 
 
@@ -57,10 +59,7 @@ class FeedForward:
     activation: str = "relu2"
 
     def __post_init__(self):
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(
-                f"activation must be one of {sorted(ACTIVATIONS)}; got activation={self.activation!r}"
-            )
+        check_choice(self.activation, "activation", ACTIVATIONS)
         h, D = np.shape(self.W1)
         expected = {"b1": (h,), "W2": (D, h), "b2": (D,)}
         for name, shape in expected.items():

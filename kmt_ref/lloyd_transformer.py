@@ -52,7 +52,7 @@ What the theorem assumes, and what this code does otherwise:
 
 import numpy as np
 
-from ._validation import check_k, check_positive
+from ._validation import check_choice, check_k, check_positive
 from .attention import Block
 from .layer import KMeansTransformer
 from .tokens import TokenLayout
@@ -142,8 +142,7 @@ def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
     d = check_k(d, None, name="d")
     k = check_k(k, None, name="k")
     gamma = check_positive(gamma, "gamma", allow_inf=True)
-    if config not in CONFIGS:
-        raise ValueError(f"config must be one of {sorted(CONFIGS)}; got config={config!r}")
+    check_choice(config, "config", CONFIGS)
     layout = TokenLayout(d, k, ("x", "y"))
     blocks = assemble_blocks(equation5_weights(layout), CONFIGS[config], gamma)
     return KMeansTransformer(

@@ -47,12 +47,35 @@ def test_no_train_evaluates_unfinished_checkpoints_and_says_so(tiny):
 
 def test_every_experiment_runs_on_trained_checkpoints(tiny):
     for name in experiments.EXPERIMENTS:
+        if name == "training-curves":  # its own scale and settings: the test below
+            continue
         out = experiments.run_experiment(name, "quick", tiny, progress=False)
         assert out["experiment"] == name and out["n_seeds"] == 2 and not out["partial"]
 
 
+def test_training_curves_summarize_every_setting_and_layout_over_seeds(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(experiments.SCALES, "figures", TINY)
+    monkeypatch.setattr(experiments, "FIGURE_SETTINGS", {
+        "tau": [dict(k=3, d=2, tau=1.0), dict(k=3, d=2, tau=0.1)],
+        "k": [dict(k=2, d=2, tau=0.1), dict(k=3, d=2, tau=0.1)],  # the second is shared with "tau"
+    })
+    out = experiments.run_experiment("training-curves", "figures", str(tmp_path), progress=False)
+    rows = out["panels"]["tau"] + out["panels"]["k"]
+    assert len(rows) == 8 and {r["tokens"] for r in rows} == {"d+k", "d"}
+    assert out["panels"]["tau"][2] is out["panels"]["k"][2] or out["panels"]["tau"][2] == out["panels"]["k"][2]
+    for r in rows:
+        assert r["seeds"] == [0, 1] and len(r["val_ratio_final"]) == 2
+        assert len(r["val_ratio"]["median"]) == len(r["val_step"]) == 4  # steps 0, 4, 8, 12
+        assert r["val_ratio"]["min"][-1] == min(r["val_ratio_final"])
+        assert len(r["train_loss"]["median"]) == len(r["train_loss_step"]) == 12 // out["window"]
+    # 6 distinct (setting, layout) pairs x 2 seeds were trained, not 8 x 2
+    assert len(list(tmp_path.rglob("*.npz"))) == 12
+    assert main(["reproduce", "training-curves", "--report", "--results-dir", str(tmp_path)]) == 0
+    assert "final validation ratio" in capsys.readouterr().out
+
+
 def test_unknown_experiment_or_scale_raises(tiny):
-    with pytest.raises(ValueError, match="experiment"):
+    with pytest.raises(ValueError, match="name='nope'"):
         experiments.run_experiment("nope", "quick", tiny)
     with pytest.raises(ValueError, match="scale"):
         experiments.run_experiment("learning", "huge", tiny)

@@ -11,6 +11,7 @@ empty cluster's center becomes a data point of its task drawn uniformly.
 
 import numpy as np
 
+from .._validation import check_choice
 from ..geometry import squared_distances
 
 __all__ = ["lloyd_batch"]
@@ -38,9 +39,7 @@ def lloyd_batch(X, init, n_iter, empty_cluster="global_mean", rng=None):
     -------
     ndarray, shape (n_iter + 1, B, k, d)
     """
-    if empty_cluster not in BATCH_EMPTY_CLUSTER_RULES:
-        raise ValueError(
-            f"empty_cluster must be one of {BATCH_EMPTY_CLUSTER_RULES}; got empty_cluster={empty_cluster!r}")
+    check_choice(empty_cluster, "empty_cluster", BATCH_EMPTY_CLUSTER_RULES)
     if empty_cluster == "random_point" and not isinstance(rng, np.random.Generator):
         raise ValueError(
             f"rng must be a numpy.random.Generator for empty_cluster='random_point'; got rng={rng!r}")

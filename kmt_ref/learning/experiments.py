@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 from .._results import COMMITTED_DIR, check_output_dir, output_dir
+from .._validation import check_choice
 from ..layer import BLOCK_NAMES
 from ..lloyd_transformer import equation5_weights
 from .evaluate import evaluation_tasks, lloyd_curve, model_curve, summarize
@@ -370,10 +371,8 @@ def run_experiment(name, scale="quick", results_dir=None, train_missing=True, pr
     """
     import json
 
-    if name not in EXPERIMENTS:
-        raise ValueError(f"experiment must be one of {sorted(EXPERIMENTS)}; got name={name!r}")
-    if scale not in SCALES:
-        raise ValueError(f"scale must be one of {sorted(SCALES)}; got scale={scale!r}")
+    check_choice(name, "name", EXPERIMENTS)
+    check_choice(scale, "scale", SCALES)
     results_dir = check_output_dir(results_dir or default_results_dir())
     # The revision of the code as it was imported, before a long run lets the checkout move on.
     revision = git_revision()

@@ -24,7 +24,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from .. import kernels
-from .._validation import check_batch, check_bool, check_int, check_n_steps, check_rng
+from .._validation import check_batch, check_bool, check_choice, check_int, check_n_steps, check_rng
 from ..attention import Block
 from ..layer import BLOCK_NAMES, KMeansTransformer, transformer_layer
 from ..tokens import TokenLayout
@@ -69,8 +69,7 @@ class ModelConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
-        if self.tokens not in TOKENS:
-            raise ValueError(f"tokens must be one of {sorted(TOKENS)}; got tokens={self.tokens!r}")
+        check_choice(self.tokens, "tokens", TOKENS)
 
     @property
     def layout(self):

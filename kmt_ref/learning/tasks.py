@@ -25,7 +25,7 @@ the laws are the same.
 
 import numpy as np
 
-from .._validation import check_bool, check_k, check_positive, check_rng
+from .._validation import check_bool, check_choice, check_k, check_positive, check_rng
 from ..classical import kmeans_plusplus
 
 __all__ = ["FAMILIES", "INITS", "sample_tasks", "initial_centers"]
@@ -56,15 +56,11 @@ INITS = ("first", "kmeans++")
 
 
 def check_family(family):
-    if family not in FAMILIES:
-        raise ValueError(f"family must be one of {sorted(FAMILIES)}; got family={family!r}")
-    return family
+    return check_choice(family, "family", FAMILIES)
 
 
 def check_init(init):
-    if init not in INITS:
-        raise ValueError(f"init must be one of {INITS}; got init={init!r}")
-    return init
+    return check_choice(init, "init", INITS)
 
 
 def sample_tasks(
