@@ -160,8 +160,7 @@ def dot_product_weights(layout):
     dict of str to tuple of ndarray, each of shape (D, D)
     """
     P_x, P_y, P_s = (layout.projector(b) for b in ("x", "y", "sqnorm"))
-    E_s1 = np.zeros((layout.width, layout.width))
-    E_s1[layout.slices["sqnorm"], layout.slices["one"]] = 1.0  # query: put 1 where keys hold -s
+    E_s1 = layout.block_map("sqnorm", "one")  # query: put 1 where keys hold -s
     # Score (2 P_x z + E_s1 z) . (P_x z' - P_s z') = 2 x.x' - ||x'||^2.
     Wq_x, Wk_x = 2.0 * P_x + E_s1, P_x - P_s
     return {
@@ -189,11 +188,9 @@ def norm_writing_ffn(layout):
         ``W1`` (2d, D), ``b1 = 0`` (2d,), ``W2`` (D, 2d), ``b2 = 0`` (D,).
     """
     d, D = layout.d, layout.width
-    W1 = np.zeros((2 * d, D))
-    W1[:d, layout.slices["x"]] = np.eye(d)
-    W1[d:, layout.slices["x"]] = -np.eye(d)
-    W2 = np.zeros((D, 2 * d))
-    W2[layout.slices["sqnorm"], :] = 1.0
+    read_x = layout.reader("x")  # (d, D)
+    W1 = np.vstack([read_x, -read_x])  # units c_l and -c_l
+    W2 = np.outer(layout.reader("sqnorm")[0], np.ones(2 * d))  # every unit adds into the sqnorm slot
     return FeedForward(W1, np.zeros(2 * d), W2, np.zeros(D), activation="relu2")
 
 

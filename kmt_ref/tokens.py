@@ -72,6 +72,24 @@ class TokenLayout:
             P[s, s] = np.eye(s.stop - s.start)
         return P
 
+    def block_map(self, out, inp):
+        """The (width, width) matrix that copies block ``inp`` into block ``out`` (all other entries 0).
+
+        Blocks of equal size map by the identity; a block of size 1 is copied
+        into every coordinate of the other block (or summed from them).
+        """
+        so, si = self.slices[out], self.slices[inp]
+        n_out, n_in = so.stop - so.start, si.stop - si.start
+        if n_out != n_in and 1 not in (n_out, n_in):
+            raise ValueError(f"blocks {out!r} ({n_out}) and {inp!r} ({n_in}) differ in size and neither has size 1")
+        M = np.zeros((self.width, self.width))
+        M[so, si] = np.eye(n_out) if n_out == n_in else 1.0
+        return M
+
+    def reader(self, name):
+        """The (block width, width) matrix whose rows read block ``name`` of a token."""
+        return self.projector(name)[self.slices[name]]
+
     def embed(self, X, C):
         """Point tokens ``P`` (n, width) and center tokens ``Q`` (k, width)."""
         return self._tokens(X, is_center=False), self._tokens(C, is_center=True)

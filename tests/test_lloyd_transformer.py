@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import kmt_ref.attention
-from kmt_ref import BLOCK_NAMES, attend, figure3_data, gaussian_mixture, lloyd, lloyd_transformer
+from kmt_ref import BLOCK_NAMES, figure3_data, gaussian_mixture, lloyd, lloyd_transformer
 
 CONFIGS = ("validated", "faithful")
 
