@@ -409,21 +409,8 @@ def attend_parts(Zq, Zk, block, rng=None):
 
 
 def attend(Zq, Zk, block, rng=None):
-    """Apply one attention block; the numbers of :func:`kmt_ref.attention.attend`, faster.
-
-    Parameters
-    ----------
-    Zq : ndarray, shape (..., m, D)
-        Query tokens.
-    Zk : ndarray, shape (..., r, D)
-        Key/value tokens.
-    block : Block
-    rng : numpy.random.Generator, optional
-        Needed by random normalizers (Gumbel).
-
-    Returns
-    -------
-    ndarray, shape (..., m, D)
+    """Apply one attention block: the numbers of :func:`kmt_ref.attention.attend` (same arguments, same
+    result shape ``(..., m, D)``), faster.
     """
     out, rows = attend_parts(Zq, Zk, block, rng)
     if rows is None:
