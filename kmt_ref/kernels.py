@@ -42,7 +42,8 @@ from autograd.extend import defvjp_argnums, primitive
 from .attention import NORMALIZERS, SCORES
 from .geometry import CHUNK_ELEMENTS
 
-__all__ = ["attend", "attend_parts", "is_plain", "structure", "euclidean_softmax_attention", "set_threads", "threads"]
+__all__ = ["add_attention", "attend", "attend_parts", "is_plain", "structure", "euclidean_softmax_attention",
+           "set_threads", "threads"]
 
 #: Scores held at once by the plain-array paths (fits a core's cache).
 CACHE_ELEMENTS = 2**15
@@ -406,6 +407,27 @@ def attend_parts(Zq, Zk, block, rng=None):
         out[..., a : a + chunk, :] = _plain_chunk(queries[..., a : a + chunk, :], keys, values, block, norm, extra,
                                                   identity)
     return out, rows
+
+
+def add_attention(out, Zq, Zk, block, rng=None):
+    """``out += attend(Zq, Zk, block, rng)`` in place, touching only the coordinates the block writes.
+
+    ``out`` must be a plain array of the tokens' shape. A reset block (identity
+    attention whose value is ``-I`` on the coordinates it writes) subtracts the
+    tokens directly: ``x + (-y)`` and ``x - y`` are the same float.
+    """
+    if block.normalizer == "identity" and Zq.shape[-2] == Zk.shape[-2]:
+        st = structure(block)
+        if st.values.sign == -1 and isinstance(st.value_rows, slice) and st.values.cols is not None:
+            target = out[..., st.value_rows]
+            np.subtract(target, Zk[..., st.values.cols], out=target)
+            return out
+    part, rows = attend_parts(Zq, Zk, block, rng)
+    if rows is None:
+        out += part
+    else:
+        out[..., rows] += part
+    return out
 
 
 def attend(Zq, Zk, block, rng=None):

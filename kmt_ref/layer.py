@@ -83,11 +83,7 @@ def _residual(Z, Zq, Zk1, block1, Zk2, block2, rng, attend):
         return Z + attend(Zq, Zk1, block1, rng) + attend(Zq, Zk2, block2, rng)
     out = Z.copy()
     for Zk, block in ((Zk1, block1), (Zk2, block2)):
-        part, rows = kernels.attend_parts(Zq, Zk, block, rng)
-        if rows is None:
-            out += part
-        else:
-            out[..., rows] += part
+        kernels.add_attention(out, Zq, Zk, block, rng)
     return out
 
 
