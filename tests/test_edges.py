@@ -122,7 +122,7 @@ def test_learning_functions_refuse_nan_and_mismatched_batches():
             fn(bad_X, init)
         with pytest.raises(ValueError, match="batch size"):
             fn(X, init[:2])
-    with pytest.raises(ValueError, match="n_steps"):
+    with pytest.raises(ValueError, match="n_layers"):
         run_steps(theta, X, init, config, -1)
     diverged = init.copy()
     diverged[0, 0, 0] = np.inf

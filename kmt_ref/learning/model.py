@@ -162,8 +162,8 @@ def forward(theta, X, init, config, attend=kernels.attend):
     return layout.read(Q, "x")
 
 
-def run_steps(theta, X, init, config, n_steps, reembed=True, chunk=32):
-    """Apply the trained layer ``n_steps`` times to a batch of tasks.
+def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32):
+    """Apply the trained layer ``n_layers`` times to a batch of tasks.
 
     Parameters
     ----------
@@ -171,7 +171,7 @@ def run_steps(theta, X, init, config, n_steps, reembed=True, chunk=32):
     X : ndarray, shape (B, n, d)
     init : ndarray, shape (B, k, d)
     config : ModelConfig
-    n_steps : int
+    n_layers : int
     reembed : bool
         Rebuild the tokens from the current centers before every step
         (assignment block 0, ids ``I_k``), as the paper evaluates; without
@@ -181,24 +181,24 @@ def run_steps(theta, X, init, config, n_steps, reembed=True, chunk=32):
 
     Returns
     -------
-    ndarray, shape (n_steps + 1, B, k, d)
+    ndarray, shape (n_layers + 1, B, k, d)
         ``centers[0] = init``. Entries may be non-finite when the iteration
         diverges (``reembed=False``); callers report that rather than hide it.
     """
     X = check_batch(X, init)
     init = np.asarray(init, dtype=np.float64)
-    n_steps = check_n_steps(n_steps, "n_steps")
+    n_layers = check_n_steps(n_layers, "n_layers")
     reembed = check_bool(reembed, "reembed")
     chunk = check_int(chunk, "chunk", low=1)
     layout, blocks = config.layout, blocks_from_params(np.asarray(theta), config)
     B = X.shape[0]
-    centers = np.empty((n_steps + 1,) + init.shape)
+    centers = np.empty((n_layers + 1,) + init.shape)
     centers[0] = init
     with np.errstate(over="ignore", invalid="ignore"):
         for lo in range(0, B, chunk):
             sl = slice(lo, lo + chunk)
             P, Q = layout.embed(X[sl], init[sl])
-            for t in range(n_steps):
+            for t in range(n_layers):
                 if reembed and t > 0:
                     P, Q = layout.embed(X[sl], centers[t, sl])
                 P, Q = transformer_layer(P, Q, blocks)
