@@ -25,6 +25,9 @@ def main(argv=None):
     p = sub.add_parser("verify", help="check every construction against its classical algorithm")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--quick", action="store_true", help="smaller Figure 3 data (seconds)")
+    p.add_argument("--jobs", type=integer_at_least(1), default=1,
+                   help="run the sections in this many processes (default 1; the rows are the same; on a "
+                   "2-core machine whose cores share memory bandwidth it is not faster)")
     p = sub.add_parser("bench", help="speed ratios measured side by side")
     p.add_argument("--repeats", type=integer_at_least(1), default=5, help="timed repeats per measurement (default 5)")
     p.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
@@ -53,7 +56,7 @@ def main(argv=None):
         from .verify import LEGEND, SECTIONS, format_section, run_verification, summary_line, to_json
 
         if args.json:
-            results = run_verification(quick=args.quick)
+            results = run_verification(quick=args.quick, jobs=args.jobs)
             print(to_json(results))
         else:
             print(LEGEND, flush=True)
@@ -65,7 +68,7 @@ def main(argv=None):
             def finished(title, rows, seconds):
                 print(format_section(title, rows) + f"\n({len(rows)} rows in {seconds:.1f} s)", flush=True)
 
-            results = run_verification(quick=args.quick, on_section=finished, on_start=started)
+            results = run_verification(quick=args.quick, on_section=finished, on_start=started, jobs=args.jobs)
             print("\n" + summary_line(results))
         return 0 if all(r.ok for rows in results.values() for r in rows) else 1
     if args.command == "bench":

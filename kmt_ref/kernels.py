@@ -190,13 +190,21 @@ def _euclidean_softmax_weights(queries, keys, gamma):
 
     ``-||q_a||^2`` is the same for every key of row ``a``, so it cancels in
     the softmax: the scores used are ``gamma (2 q_a . k_b - ||k_b||^2)``,
-    computed in place in one (..., m, r) buffer. Shifted scores below
-    :data:`EXP_UNDERFLOW` are set to a harmless value before ``exp`` and to 0
-    after (``exp`` is slow on arguments that underflow; the result is the same).
+    computed in place in one (..., m, r) buffer.
     """
     S = np.matmul(queries, np.swapaxes(keys, -1, -2))
     S *= 2.0 * gamma
     S -= gamma * np.sum(keys * keys, axis=-1)[..., None, :]
+    return _softmax_inplace(S)
+
+
+def _softmax_inplace(S):
+    """Row-wise softmax of the scores ``S``, in ``S``: the operations of :func:`~kmt_ref.attention.softmax`.
+
+    Shifted scores below :data:`EXP_UNDERFLOW` are set to a harmless value
+    before ``exp`` and to 0 after (``exp`` is slow on arguments that
+    underflow; the result is the same).
+    """
     S -= _row_max(S)
     dead = S < EXP_UNDERFLOW
     if dead.any():
@@ -325,6 +333,11 @@ def _plain_chunk(q, keys, values, block, norm, extra, identity):
         return _euclidean_hardmax(q, keys, None if identity else values)
     if block.score == "euclidean" and block.normalizer == "softmax" and not block.params:
         weights = _euclidean_softmax_weights(q, keys, block.gamma)
+        return weights if identity else np.matmul(weights, values)
+    if block.score == "dot" and block.normalizer == "softmax" and not block.params:
+        S = np.matmul(q, np.swapaxes(keys, -1, -2))  # gamma * scores, then softmax, in one buffer
+        S *= block.gamma
+        weights = _softmax_inplace(S)
         return weights if identity else np.matmul(weights, values)
     s = SCORES[block.score](q, keys)
     if norm.uses_gamma:

@@ -46,3 +46,10 @@ def test_bench_rejects_a_non_positive_thread_count():
 def test_unknown_command_is_rejected():
     with pytest.raises(SystemExit):
         main(["frobnicate"])
+
+
+def test_verify_in_two_processes_gives_the_same_rows(capsys):
+    assert main(["verify", "--quick", "--json", "--jobs", "1"]) == 0
+    one = capsys.readouterr().out
+    assert main(["verify", "--quick", "--json", "--jobs", "2"]) == 0
+    assert capsys.readouterr().out == one
