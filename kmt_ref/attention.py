@@ -45,7 +45,7 @@ from types import MappingProxyType
 import autograd.numpy as anp
 import numpy as np
 
-from ._validation import check_choice
+from ._validation import check_choice, check_rng
 from .geometry import squared_distances
 from .normalizers import gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
 
@@ -286,8 +286,8 @@ def attend(Zq, Zk, block, rng=None):
     ndarray, shape (..., m, D)
     """
     norm = NORMALIZERS[block.normalizer]
-    if norm.needs_rng and not isinstance(rng, np.random.Generator):
-        raise ValueError(f"normalizer={block.normalizer!r} needs rng=numpy.random.Generator; got rng={rng!r}")
+    if norm.needs_rng:
+        check_rng(rng, "rng", f" (normalizer={block.normalizer!r} draws random numbers)")
     values = project(Zk, block.Wv, block.bv)
     if block.normalizer == "identity":  # the identity weights times the values, without the (m, m) matrix
         if Zq.shape[-2] != Zk.shape[-2]:

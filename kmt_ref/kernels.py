@@ -39,6 +39,7 @@ import autograd.numpy as anp
 import numpy as np
 from autograd.extend import defvjp_argnums, primitive
 
+from ._validation import check_rng
 from .attention import NORMALIZERS, SCORES
 from .geometry import CHUNK_ELEMENTS
 
@@ -366,8 +367,8 @@ def attend_parts(Zq, Zk, block, rng=None):
     arguments as :func:`attend`.
     """
     norm = NORMALIZERS[block.normalizer]
-    if norm.needs_rng and not isinstance(rng, np.random.Generator):
-        raise ValueError(f"normalizer={block.normalizer!r} needs rng=numpy.random.Generator; got rng={rng!r}")
+    if norm.needs_rng:
+        check_rng(rng, "rng", f" (normalizer={block.normalizer!r} draws random numbers)")
     if block.normalizer == "identity" and Zq.shape[-2] != Zk.shape[-2]:
         raise ValueError(
             f"identity attention needs as many queries as keys; got m={Zq.shape[-2]}, r={Zk.shape[-2]}")

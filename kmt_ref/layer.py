@@ -19,7 +19,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import kernels
-from ._validation import check_bool, check_centers, check_data, check_k, check_n_steps
+from ._validation import check_bool, check_centers, check_data, check_k, check_n_steps, check_rng
 from .attention import NORMALIZERS
 from .geometry import nearest_center
 from .tokens import TokenLayout
@@ -231,8 +231,8 @@ class KMeansTransformer:
         C = check_centers(init, self.d, k=self.k)
         check_k(self.k, X.shape[0], name="k (rows of init)")
         n_layers = check_n_steps(n_layers, "n_layers")
-        if self.needs_rng and not isinstance(rng, np.random.Generator):
-            raise ValueError(f"this model is random: pass rng=numpy.random.Generator; got rng={rng!r}")
+        if self.needs_rng:
+            check_rng(rng, "rng", " (this model is random)")
         reembed = check_bool(reembed, "reembed")
         warn = check_bool(warn, "warn")
         keep = check_bool(keep_assignments, "keep_assignments")
