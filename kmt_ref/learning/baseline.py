@@ -11,7 +11,7 @@ empty cluster's center becomes a data point of its task drawn uniformly.
 
 import numpy as np
 
-from .._validation import check_choice
+from .._validation import check_choice, check_rng
 from ..geometry import squared_distances
 
 __all__ = ["lloyd_batch"]
@@ -40,9 +40,8 @@ def lloyd_batch(X, init, n_iter, empty_cluster="global_mean", rng=None):
     ndarray, shape (n_iter + 1, B, k, d)
     """
     check_choice(empty_cluster, "empty_cluster", BATCH_EMPTY_CLUSTER_RULES)
-    if empty_cluster == "random_point" and not isinstance(rng, np.random.Generator):
-        raise ValueError(
-            f"rng must be a numpy.random.Generator for empty_cluster='random_point'; got rng={rng!r}")
+    if empty_cluster == "random_point":
+        check_rng(rng, "rng", " for empty_cluster='random_point'")
     X, C = np.asarray(X, dtype=float), np.asarray(init, dtype=float)
     B, n = X.shape[:2]
     k = C.shape[1]
