@@ -47,7 +47,7 @@ def test_no_train_evaluates_unfinished_checkpoints_and_says_so(tiny):
 
 def test_every_experiment_runs_on_trained_checkpoints(tiny):
     for name in experiments.EXPERIMENTS:
-        if name == "training-curves":  # its own scale and settings: the test below
+        if name in ("training-curves", "any-k", "multi-step"):  # their own scales and settings: tests below
             continue
         out = experiments.run_experiment(name, "quick", tiny, progress=False)
         assert out["experiment"] == name and out["n_seeds"] == 2 and not out["partial"]
@@ -72,6 +72,43 @@ def test_training_curves_summarize_every_setting_and_layout_over_seeds(monkeypat
     assert len(list(tmp_path.rglob("*.npz"))) == 12
     assert main(["reproduce", "training-curves", "--report", "--results-dir", str(tmp_path)]) == 0
     assert "final validation ratio" in capsys.readouterr().out
+
+
+def test_any_k_runs_one_tied_model_at_every_k_beside_per_k_models(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(experiments.SCALES, "beyond", TINY)
+    monkeypatch.setattr(experiments, "ANY_K", (2, 3, 4))
+    out = experiments.run_experiment("any-k", "beyond", str(tmp_path), progress=False)
+    assert out["ks"] == [2, 3, 4] and out["trained_at_k"] == 3
+    for k, row in out["per_k"].items():
+        assert row["seeds"] == [0, 1] and row["standard_model"].endswith(f"trained at k = {k[2:]}")
+        for key in ("lloyd", "tied", "d_only", "standard"):
+            assert len(row[key]["median"]) == TINY["n_eval_steps"] + 1
+        assert row["learned_log_objective"] == row["tied_log_objective"]
+    # one tied and one [x] model per seed, standard models at k = 2 and 4 besides the k = 3 one
+    names = sorted(p.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*.npz"))
+    assert names == ["beyond", "beyond", "beyond", "beyond", "beyond-k2", "beyond-k2", "beyond-k4", "beyond-k4",
+                     "beyond-tied", "beyond-tied"]
+    assert main(["reproduce", "any-k", "--report", "--results-dir", str(tmp_path)]) == 0
+    assert "standard (at k)" in capsys.readouterr().out
+
+
+def test_multi_step_trains_through_each_number_of_layers(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(experiments.SCALES, "beyond", TINY)
+    monkeypatch.setattr(experiments, "MULTI_STEP", (1, 2))
+    out = experiments.run_experiment("multi-step", "beyond", str(tmp_path), progress=False)
+    assert list(out["per_n_layers"]) == ["T=1", "T=2"]
+    assert out["per_n_layers"]["T=1"]["lloyd"] == out["per_n_layers"]["T=2"]["lloyd"]
+    assert (tmp_path / "beyond-n_layers2" / "dk-seed1.npz").exists()
+    assert main(["reproduce", "multi-step", "--report", "--results-dir", str(tmp_path)]) == 0
+    assert "trained through" in capsys.readouterr().out
+
+
+def test_the_beyond_and_figures_scales_belong_to_their_experiments(capsys):
+    for argv in (["reproduce", "learning", "--beyond"], ["reproduce", "any-k", "--paper"],
+                 ["reproduce", "learning", "--figures"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+    assert "--beyond is the scale of any-k and multi-step only" in capsys.readouterr().err
 
 
 def test_unknown_experiment_or_scale_raises(tiny):

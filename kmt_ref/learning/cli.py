@@ -39,7 +39,12 @@ EXPERIMENT_HELP = {
     "families": "other mixture families and options (paper Table 1, Fig. 11)",
     "weights": "learned weights next to the construction (paper Fig. 5)",
     "training-curves": "training loss and validation ratio for the paper's Fig. 9, 10a, 10b settings (--figures scale)",
+    "any-k": "beyond the paper: one tied layer trained at k = 10, run at k = 5, 10, 16, 25 (--beyond scale)",
+    "multi-step": "beyond the paper: layers trained through T = 1, 2, 3 re-embedded steps (--beyond scale)",
 }
+
+#: The scale each experiment runs at by default; ``figures`` and ``beyond`` belong to their experiments only.
+DEFAULT_SCALE = {"training-curves": "figures", "any-k": "beyond", "multi-step": "beyond"}
 
 
 def _seed_list(text):
@@ -56,6 +61,9 @@ def _scale_options(parser, results_help):
     group.add_argument("--figures", dest="scale", action="store_const", const="figures",
                        help="training-curves only: 128 points, batches of 8, 2,000 steps, seeds 0 and 1 "
                        "(its default; 52 models, about half an hour on one core)")
+    group.add_argument("--beyond", dest="scale", action="store_const", const="beyond",
+                       help="any-k and multi-step only: 128 points, batches of 8, 4,000 steps, seeds 0-2 "
+                       "(their default; 24 models, about an hour on one core)")
     parser.add_argument("--results-dir", default=None, help=results_help)
 
 
@@ -118,6 +126,19 @@ def report_text(name, result):
                 v = r["val_ratio_final"]
                 lines.append(f"    tokens {r['tokens']:<4} k={r['k']:<3} d={r['d']:<3} tau={r['tau']:<6g}"
                              f"{np.median(v):7.3f} [{min(v):.3f}, {max(v):.3f}]")
+    if name == "any-k":
+        lines.append("mean log k-means objective after 20 steps, median over seeds (lower is better):")
+        lines.append(f"  {'k':<6}{'Lloyd':>8}{'tied (k=10)':>13}{'[x] (k=10)':>12}{'standard (at k)':>17}")
+        for key, row in result["per_k"].items():
+            lines.append(f"  {key[2:]:<6}{row['lloyd_log_objective']:8.3f}{_fmt(row['tied_log_objective']):>13}"
+                         f"{_fmt(row['d_only_log_objective']):>12}{_fmt(row['standard_log_objective']):>17}")
+    if name == "multi-step":
+        lines.append("mean log k-means objective after 20 re-embedded steps, median over seeds:")
+        lines.append(f"  {'trained through':<18}{'Lloyd':>8}{'learned':>10}{'learned - Lloyd':>17}")
+        for key, row in result["per_n_layers"].items():
+            learned, lloyd = row["learned_log_objective"], row["lloyd_log_objective"]
+            gap = "" if learned is None else f"{learned - lloyd:+.3f}"
+            lines.append(f"  {key:<18}{lloyd:8.3f}{_fmt(learned):>10}{gap:>17}")
     if name == "weights":
         lines.append("data-block diagonal mean of each learned matrix, per seed (construction in brackets):")
         for key, entry in result["per_seed"][0].items():
@@ -139,9 +160,13 @@ def reproduce(name, argv=()):
     parser.add_argument("--seeds", type=_seed_list, default=None,
                         help="comma-separated seeds (default: all of the scale's seeds)")
     args = parser.parse_args(list(argv))
-    scale = args.scale or ("figures" if name == "training-curves" else "quick")
-    if scale == "figures" and name != "training-curves":
-        parser.error("--figures is the scale of training-curves only")
+    scale = args.scale or DEFAULT_SCALE.get(name, "quick")
+    for special in ("figures", "beyond"):
+        owners = sorted(e for e, sc in DEFAULT_SCALE.items() if sc == special)
+        if scale == special and name not in owners:
+            parser.error(f"--{special} is the scale of {' and '.join(owners)} only")
+        if name in owners and scale != special:
+            parser.error(f"{name} runs at the --{special} scale only")
     if args.report:
         results_dir = args.results_dir or experiments.RESULTS_DIR
         if args.scale is None and os.path.exists(os.path.join(results_dir, "paper", f"{name}.json")):
@@ -178,6 +203,10 @@ def train_command(argv=()):
                    "checkpoint that needs more steps is copied there first")
     parser.add_argument("--tokens", choices=("d+k", "d"), default="d+k",
                         help="token layout: [x | y] (d+k, the default) or [x] only (d)")
+    parser.add_argument("--tied", action="store_true",
+                        help="tie the id maps: parameters that do not depend on k (tokens d+k)")
+    parser.add_argument("--n-layers", type=integer_at_least(1),
+                        help="train through this many re-embedded layer applications (paper: 1)")
     parser.add_argument("--seed", type=integer_at_least(0), default=0, help="run seed (default 0)")
     parser.add_argument("--n", type=integer_at_least(1), help="points per task (paper: 512)")
     parser.add_argument("--d", type=integer_at_least(1), help="dimension (paper: 32)")
@@ -191,8 +220,11 @@ def train_command(argv=()):
     kernels.set_threads(args.threads)
     scale = args.scale or "quick"
     overrides = {key: getattr(args, flag) for key, flag in
-                 (("n", "n"), ("d", "d"), ("k", "k"), ("tau", "tau"), ("n_steps", "steps"), ("lr", "lr"))
+                 (("n", "n"), ("d", "d"), ("k", "k"), ("tau", "tau"), ("n_steps", "steps"), ("lr", "lr"),
+                  ("n_layers", "n_layers"))
                  if getattr(args, flag) is not None}
+    if args.tied:
+        overrides["tied"] = True
     try:
         results_dir = check_output_dir(args.results_dir or experiments.default_results_dir(), "--results-dir")
         experiments.run_config(scale, args.tokens, args.seed, **overrides)

@@ -22,7 +22,7 @@ __all__ = ["evaluation_tasks", "log_objective_curve", "model_curve", "lloyd_curv
 
 
 def evaluation_tasks(config, n_tasks, n=None, family=None, init="first", equal_weights=None,
-                     isotropic=None):
+                     isotropic=None, k=None):
     """Held-out tasks for a run's seed, independent of its training and validation tasks.
 
     Options left as ``None`` take the training value from ``config``
@@ -36,7 +36,7 @@ def evaluation_tasks(config, n_tasks, n=None, family=None, init="first", equal_w
     # Child 3 of the run's SeedSequence: training uses children 0-2.
     rng = np.random.default_rng(np.random.SeedSequence(config.seed).spawn(4)[3])
     kw = config.task_kwargs()
-    for key, value in dict(n=n, family=family, equal_weights=equal_weights, isotropic=isotropic).items():
+    for key, value in dict(n=n, k=k, family=family, equal_weights=equal_weights, isotropic=isotropic).items():
         if value is not None:
             kw[key] = value
     return sample_tasks(rng, n_tasks, init=init, **kw)

@@ -12,7 +12,9 @@ held-out tasks, 20 evaluation steps, seeds 0-9, or as many as are trained);
 ``"quick"`` is one seed and a few hundred steps on fewer evaluation tasks,
 enough to show the trend on a laptop in minutes; ``"figures"`` (only for
 ``training-curves``, the paper's Figures 9 and 10) is 128 points per task,
-batches of 8 and 2,000 steps, seeds 0 and 1.
+batches of 8 and 2,000 steps, seeds 0 and 1; ``"beyond"`` (the experiments
+beyond the paper: ``any-k``, ``multi-step``, ``real-data``) is 128 points
+per task, batches of 8, 4,000 steps and seeds 0-2.
 """
 
 import os
@@ -45,7 +47,16 @@ SCALES = {
     # a model trains in well under a minute.
     "figures": dict(n_steps=2_000, seeds=(0, 1), eval_tasks=64, val_tasks=64, n_eval_steps=20,
                     train=dict(n=128, batch=8)),
+    # Beyond the paper: dozens of models (tied, standard at four k, multi-step) on the second core of a
+    # laptop in about an hour; a model trains in a minute or two.
+    "beyond": dict(n_steps=4_000, seeds=(0, 1, 2), eval_tasks=64, val_tasks=64, n_eval_steps=20,
+                   train=dict(n=128, batch=8)),
 }
+
+#: Numbers of clusters of the any-k experiment (the models train at the paper's k = 10).
+ANY_K = (5, 10, 16, 25)
+#: Layer applications trained through in the multi-step experiment.
+MULTI_STEP = (1, 2, 3)
 
 #: The settings of the paper's training figures: ``{panel: [overrides, ...]}`` (both token layouts each).
 FIGURE_SETTINGS = {
@@ -62,7 +73,7 @@ RESULTS_DIR = os.path.join(COMMITTED_DIR, "learning")
 PAPER_LEARNING = dict(lloyd_log_objective=5.25, learned_log_objective=5.0, d_only_log_objective=5.35)
 
 #: Training options a run may change from its scale's protocol (``train --n ...``).
-OVERRIDABLE = ("n", "d", "k", "tau", "n_steps", "lr")
+OVERRIDABLE = ("n", "d", "k", "tau", "n_steps", "lr", "tied", "n_layers")
 
 
 def default_results_dir():
@@ -82,8 +93,10 @@ def run_config(scale, tokens="d+k", seed=0, **overrides):
 
 
 def run_name(scale, **overrides):
-    """The folder of a scale's runs: ``"paper"``, or e.g. ``"paper-k6-tau0.25"`` with overrides."""
-    return "-".join([scale] + [f"{key}{value:g}" for key, value in sorted(overrides.items())])
+    """The folder of a scale's runs: ``"paper"``, or e.g. ``"paper-k6-tau0.25"``, ``"beyond-tied"`` with overrides."""
+    def part(key, value):
+        return (key if value else f"not{key}") if isinstance(value, bool) else f"{key}{value:g}"
+    return "-".join([scale] + [part(key, value) for key, value in sorted(overrides.items())])
 
 
 def checkpoint_path(scale, tokens, seed, results_dir=RESULTS_DIR, **overrides):
@@ -143,15 +156,15 @@ def _announce(progress, what, path):
               f"-> {path}", file=sys.stderr, flush=True)
 
 
-def _models(scale, tokens, results_dir, train_missing, progress, seeds=None):
+def _models(scale, tokens, results_dir, train_missing, progress, seeds=None, **overrides):
     # Finished or not, every model found is evaluated (``_status`` records how far each got).
     out = []
     for seed in SCALES[scale]["seeds"] if seeds is None else seeds:
-        r = trained(scale, tokens, seed, results_dir, train_missing, progress)
+        r = trained(scale, tokens, seed, results_dir, train_missing, progress, **overrides)
         if r is not None:
             out.append(r)
     if not out:
-        raise ValueError(f"no trained {tokens} models for scale={scale!r} under {results_dir}")
+        raise ValueError(f"no trained {tokens} models {overrides or ''} for scale={scale!r} under {results_dir}")
     return out
 
 
@@ -160,7 +173,11 @@ def _finite(values):
 
 
 def _curves(models, n_steps, n_tasks, reembed=True, progress=True, **task_options):
-    """Per-seed model and Lloyd curves on each seed's held-out tasks."""
+    """Per-seed model and Lloyd curves on each seed's held-out tasks.
+
+    A ``k`` among ``task_options`` runs every model with that many centers
+    (:meth:`~kmt_ref.learning.model.ModelConfig.at_k`).
+    """
     model_c, lloyd_c, finite = [], [], []
     what = ", ".join(f"{k}={v}" for k, v in task_options.items()) or "training distribution"
     for i, r in enumerate(models):
@@ -168,7 +185,8 @@ def _curves(models, n_steps, n_tasks, reembed=True, progress=True, **task_option
             print(f"  evaluating seed {r.config.seed} ({i + 1}/{len(models)}): {n_tasks} tasks ({what}), "
                   f"{n_steps} steps{'' if reembed else ', no re-embedding'}", file=sys.stderr, flush=True)
         X, init = evaluation_tasks(r.config, n_tasks, **task_options)
-        c, f = model_curve(r.theta, r.config.model, X, init, n_steps, reembed=reembed)
+        model = r.config.model.at_k(task_options.get("k", r.config.k))
+        c, f = model_curve(r.theta, model, X, init, n_steps, reembed=reembed)
         model_c.append(c), finite.append(f)
         lloyd_c.append(lloyd_curve(X, init, n_steps)[0])
     return np.array(model_c), np.array(lloyd_c), np.array(finite)
@@ -333,6 +351,66 @@ def weights(scale="quick", results_dir=None, train_missing=True, progress=True, 
     return dict(**_status(models), per_seed=[weight_summary(r.theta, r.config.model) for r in models])
 
 
+def any_k(scale="beyond", results_dir=None, train_missing=True, progress=True, seeds=None):
+    """One set of weights at every k: the tied layer trained at k = 10 against Lloyd and per-k models.
+
+    For each k of :data:`ANY_K`: Lloyd, the tied ``[x | y]`` layer trained at
+    k = 10, the ``[x]``-only layer trained at k = 10 (its parameters do not
+    depend on k either) and the standard ``[x | y]`` layer trained at that k,
+    each on the same held-out tasks of every seed.
+    """
+    s = SCALES[scale]
+    base = run_config(scale).k
+    kinds = {
+        "tied": (f"tied [x | y], trained at k = {base}", "d+k", dict(tied=True)),
+        "d_only": (f"[x] only, trained at k = {base}", "d", {}),
+    }
+    models = {key: _models(scale, tokens, results_dir, train_missing, progress, seeds, **o)
+              for key, (_, tokens, o) in kinds.items()}
+    out = dict(ks=list(ANY_K), trained_at_k=base, models={key: label for key, (label, _, _) in kinds.items()},
+               status={key: _status(m) for key, m in models.items()}, per_k={})
+    for k in ANY_K:
+        standard = _models(scale, "d+k", results_dir, train_missing, progress, seeds,
+                           **({} if k == base else dict(k=k)))
+        row = dict(standard_model=f"standard [x | y], trained at k = {k}", standard_status=_status(standard))
+        m, ll, _ = _curves(standard, s["n_eval_steps"], s["eval_tasks"], progress=progress, k=k)
+        row.update(lloyd=_summary(ll), standard=_summary(m), lloyd_log_objective=float(np.median(ll[:, -1])),
+                   standard_log_objective=_finite([np.median(m[:, -1])])[0])
+        for key, ms in models.items():
+            m, ll2, _ = _curves(ms, s["n_eval_steps"], s["eval_tasks"], progress=progress, k=k)
+            if not np.array_equal(ll, ll2):
+                raise AssertionError("the models of one k were evaluated on different tasks")
+            row[key] = _summary(m)
+            row[f"{key}_log_objective"] = _finite([np.median(m[:, -1])])[0]
+        row["learned_log_objective"] = row["tied_log_objective"]
+        row["seeds"] = row["standard_status"]["seeds"]
+        out["per_k"][f"k={k}"] = row
+    return out
+
+
+def multi_step(scale="beyond", results_dir=None, train_missing=True, progress=True, seeds=None):
+    """Layers trained through T re-embedded applications (T in :data:`MULTI_STEP`), evaluated at 20 steps."""
+    s = SCALES[scale]
+    out = dict(n_layers=list(MULTI_STEP), per_n_layers={})
+    lloyd = None
+    for T in MULTI_STEP:
+        models = _models(scale, "d+k", results_dir, train_missing, progress, seeds,
+                         **({} if T == 1 else dict(n_layers=T)))
+        m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress)
+        if lloyd is not None and not np.array_equal(ll, lloyd):
+            raise AssertionError("the models of different T were evaluated on different tasks")
+        lloyd = ll
+        out["per_n_layers"][f"T={T}"] = dict(
+            **_status(models), learned=_summary(m), lloyd=_summary(ll),
+            lloyd_log_objective=float(np.median(ll[:, -1])),
+            learned_log_objective=_finite([np.median(m[:, -1])])[0],
+            learned_log_objective_at_T=_finite([np.median(m[:, T])])[0],
+            lloyd_log_objective_at_T=float(np.median(ll[:, T])),
+            val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
+        )
+    return out
+
+
 EXPERIMENTS = {
     "learning": learning,
     "ablation": ablation,
@@ -341,6 +419,8 @@ EXPERIMENTS = {
     "families": families,
     "weights": weights,
     "training-curves": training_curves,
+    "any-k": any_k,
+    "multi-step": multi_step,
 }
 
 

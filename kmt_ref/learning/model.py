@@ -12,13 +12,25 @@ dot-product convention carried over to the Euclidean score); the hand-built
 constructions omit that factor, so in :class:`~kmt_ref.attention.Block`
 terms the learned model has ``gamma = 1 / sqrt(D)``.
 
+**Tied ids** (``tied=True``, tokens ``[x | y]``): a model whose parameters do
+not depend on ``k``, so one set runs at any number of clusters. Every map
+acts the same on every cluster id: written ``W = [[A, v 1^T], [1 u^T,
+a I + b 1 1^T]]`` over the ``(x, y)`` blocks (``A`` of shape ``(d, d)``,
+``u, v`` of shape ``(d,)``, scalars ``a, b``) and biases ``[beta | c 1]``, it
+commutes with every permutation of the ids, and ``d^2 + 2d + 2`` numbers per
+matrix, ``d + 1`` per bias, describe it at every ``k``. The Equation 5
+matrices are projectors ``P_x``, ``+-P_y`` (``A = I`` or ``a = +-1``, the rest
+0), so the construction is a member (:func:`tie` of it succeeds; tested). The
+score factor of a tied model is ``1 / sqrt(d)``, which does not depend on
+``k`` either.
+
 The forward pass *is* :func:`kmt_ref.layer.transformer_layer` with blocks
 built from ``theta`` -- no second layer implementation -- batched over tasks
 through the leading axis of the tokens. The authors' model also applies
 attention dropout (p = 0.01); this reproduction has none.
 """
 
-from dataclasses import dataclass
+import dataclasses
 
 import autograd.numpy as anp
 import numpy as np
@@ -35,6 +47,7 @@ __all__ = [
     "ModelConfig",
     "init_params",
     "unflatten",
+    "tie",
     "blocks_from_params",
     "forward",
     "run_steps",
@@ -48,7 +61,7 @@ TOKENS = {"d+k": ("x", "y"), "d": ("x",)}
 WEIGHT_NAMES = ("Wq", "Wk", "Wv", "bq", "bk", "bv")
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ModelConfig:
     """Shape of a learnable model.
 
@@ -58,11 +71,15 @@ class ModelConfig:
         Data dimension and number of centers (fixed per trained model).
     tokens : {"d+k", "d"}
         Token layout: ``[x | y]`` (paper) or ``[x]`` (ablation).
+    tied : bool
+        Tie the maps of the id coordinates (tokens ``"d+k"`` only; see the
+        module docstring): the parameters do not depend on ``k``.
     """
 
     d: int
     k: int
     tokens: str = "d+k"
+    tied: bool = False
 
     def __post_init__(self):
         for name in ("d", "k"):
@@ -70,6 +87,14 @@ class ModelConfig:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
         check_choice(self.tokens, "tokens", TOKENS)
+        check_bool(self.tied, "tied")
+        if self.tied and self.tokens != "d+k":
+            raise ValueError(f"tied=True ties the id block of tokens 'd+k'; got tokens={self.tokens!r} "
+                             "(whose parameters do not depend on k anyway)")
+
+    def at_k(self, k):
+        """The same model run with ``k`` centers (only a tied or ``[x]`` model has the same parameters)."""
+        return dataclasses.replace(self, k=k)
 
     @property
     def layout(self):
@@ -82,34 +107,56 @@ class ModelConfig:
 
     @property
     def gamma(self):
-        """The ``1 / sqrt(D)`` score factor of the authors' model."""
-        return 1.0 / np.sqrt(self.width)
+        """The score factor: ``1 / sqrt(D)`` as in the authors' model; ``1 / sqrt(d)`` when tied."""
+        return 1.0 / np.sqrt(self.d if self.tied else self.width)
 
     @property
     def n_params(self):
-        D = self.width
-        return len(BLOCK_NAMES) * 3 * (D * D + D)
+        return len(BLOCK_NAMES) * sum(int(np.prod(s)) for s in _shapes(self).values())
 
 
-def _shapes(D):
+def _shapes(config):
+    """Shape of each parameter of one block; for a tied model, the sizes of its flat pieces."""
+    if config.tied:
+        d = config.d
+        return {w: (d * d + 2 * d + 2,) if w.startswith("W") else (d + 1,) for w in WEIGHT_NAMES}
+    D = config.width
     return {"Wq": (D, D), "Wk": (D, D), "Wv": (D, D), "bq": (D,), "bk": (D,), "bv": (D,)}
+
+
+def _untie(piece, d, k):
+    """The full matrix ``[[A, v 1^T], [1 u^T, a I + b 1 1^T]]`` or bias ``[beta | c 1]`` of a tied piece."""
+    ones = np.ones(k)
+    if piece.shape[0] == d + 1:
+        return anp.concatenate([piece[:d], piece[d] * ones])
+    A = anp.reshape(piece[: d * d], (d, d))
+    u, v, a, b = piece[d * d : d * d + d], piece[d * d + d : d * d + 2 * d], piece[-2], piece[-1]
+    top = anp.concatenate([A, anp.outer(v, ones)], axis=1)
+    bottom = anp.concatenate([anp.outer(ones, u), a * np.eye(k) + b * np.ones((k, k))], axis=1)
+    return anp.concatenate([top, bottom], axis=0)
 
 
 def init_params(config, rng):
     """Random ``theta``: every entry from ``U(-1/sqrt(D), 1/sqrt(D))`` (PyTorch's default).
+
+    A tied model draws its pieces from ``U(-1/sqrt(d), 1/sqrt(d))``: its
+    initialization, too, does not depend on ``k``.
 
     Returns
     -------
     ndarray, shape (config.n_params,)
     """
     check_rng(rng)
-    bound = 1.0 / np.sqrt(config.width)
+    bound = 1.0 / np.sqrt(config.d if config.tied else config.width)
     return rng.uniform(-bound, bound, size=config.n_params)
 
 
 def unflatten(theta, config):
-    """``{block: {"Wq", "Wk", "Wv", "bq", "bk", "bv": array}}`` views of ``theta``."""
-    shapes = _shapes(config.width)
+    """``{block: {"Wq", "Wk", "Wv", "bq", "bk", "bv": array}}``: the full ``(D, D)`` and ``(D,)`` arrays.
+
+    Views of ``theta``; for a tied model, the matrices its pieces describe at ``config.k``.
+    """
+    shapes = _shapes(config)
     if np.shape(theta) != (config.n_params,):
         raise ValueError(
             f"theta must have shape ({config.n_params},) for {config}; got theta.shape={np.shape(theta)}"
@@ -119,9 +166,51 @@ def unflatten(theta, config):
         out[bname] = {}
         for wname in WEIGHT_NAMES:
             size = int(np.prod(shapes[wname]))
-            out[bname][wname] = anp.reshape(theta[start : start + size], shapes[wname])
+            piece = anp.reshape(theta[start : start + size], shapes[wname])
+            out[bname][wname] = _untie(piece, config.d, config.k) if config.tied else piece
             start += size
     return out
+
+
+def tie(theta, config):
+    """The tied parameters of a ``[x | y]`` model whose maps already act alike on every id.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (config.n_params,)
+        Parameters of an untied model (``config.tied`` False, tokens ``"d+k"``).
+    config : ModelConfig
+
+    Returns
+    -------
+    phi : ndarray, shape (tied.n_params,)
+    tied : ModelConfig
+        ``config`` with ``tied=True``; ``unflatten(phi, tied)`` gives back
+        the matrices of ``theta`` exactly, up to the score factor (``Wq``,
+        ``Wk``, ``bq``, ``bk`` are rescaled from ``1/sqrt(d + k)`` to ``1/sqrt(d)``).
+
+    Raises
+    ------
+    ValueError
+        If some matrix is not of the tied form (naming the block and weight).
+    """
+    if config.tied or config.tokens != "d+k":
+        raise ValueError(f"tie needs an untied 'd+k' model; got config={config}")
+    tied = dataclasses.replace(config, tied=True)
+    d, k, s = config.d, config.k, np.sqrt(config.gamma / tied.gamma)
+    pieces = []
+    for bname, params in unflatten(np.asarray(theta, dtype=np.float64), config).items():
+        for wname in WEIGHT_NAMES:
+            M = params[wname] * (s if wname in ("Wq", "Wk", "bq", "bk") else 1.0)
+            if wname.startswith("W"):
+                ab = M[d + 1, d] if k > 1 else 0.0
+                piece = np.concatenate([M[:d, :d].ravel(), M[d, :d], M[:d, d], [M[d, d] - ab, ab]])
+            else:
+                piece = np.concatenate([M[:d], [M[d]]])
+            if not np.array_equal(_untie(piece, d, k), M):
+                raise ValueError(f"{bname}.{wname} does not act alike on every cluster id: not of the tied form")
+            pieces.append(piece)
+    return np.concatenate(pieces), tied
 
 
 def blocks_from_params(theta, config):
@@ -136,8 +225,8 @@ def blocks_from_params(theta, config):
     }
 
 
-def forward(theta, X, init, config, attend=kernels.attend):
-    """One layer on a batch of tasks: the new centers.
+def forward(theta, X, init, config, attend=kernels.attend, n_layers=1):
+    """The layer applied ``n_layers`` times to a batch of tasks, re-embedding between steps: the new centers.
 
     Parameters
     ----------
@@ -149,17 +238,27 @@ def forward(theta, X, init, config, attend=kernels.attend):
         :func:`kmt_ref.kernels.attend` (default; its Euclidean softmax has a
         hand-written gradient) or the reference :func:`kmt_ref.attention.attend`
         (autograd differentiates it step by step: the same gradient, slower).
+    n_layers : int
+        Layer applications; before each after the first the center tokens
+        are rebuilt from the current centers (as :func:`run_steps` does), by
+        a linear map so that ``autograd`` can trace it (multi-step training).
 
     Returns
     -------
     ndarray, shape (B, k, d)
-        The ``x`` block of the center tokens after one layer.
+        The ``x`` block of the center tokens after the last layer.
     """
     X = check_batch(X, init)
-    layout = config.layout
-    P, Q = layout.embed(X, init)
-    P, Q = transformer_layer(P, Q, blocks_from_params(theta, config), attend=attend)
-    return layout.read(Q, "x")
+    layout, blocks = config.layout, blocks_from_params(theta, config)
+    P0, Q = layout.embed(X, init)
+    # The center tokens of zero centers: what re-embedding adds to the linear image of the centers.
+    _, ids = layout.embed(X[..., :0, :], np.zeros(np.shape(init)))
+    for t in range(n_layers):
+        if t > 0:
+            Q = C @ layout.reader("x") + ids
+        _, Q = transformer_layer(P0, Q, blocks, attend=attend)
+        C = layout.read(Q, "x")
+    return C
 
 
 def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32):
@@ -190,23 +289,26 @@ def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32):
     n_layers = check_n_steps(n_layers, "n_layers")
     reembed = check_bool(reembed, "reembed")
     chunk = check_int(chunk, "chunk", low=1)
-    layout, blocks = config.layout, blocks_from_params(np.asarray(theta), config)
+    theta = np.asarray(theta)
+    layout, blocks = config.layout, blocks_from_params(theta, config)
     B = X.shape[0]
     centers = np.empty((n_layers + 1,) + init.shape)
     centers[0] = init
     with np.errstate(over="ignore", invalid="ignore"):
         for lo in range(0, B, chunk):
             sl = slice(lo, lo + chunk)
+            if reembed:
+                for t in range(n_layers):
+                    centers[t + 1, sl] = forward(theta, X[sl], centers[t, sl], config)
+                continue
             P, Q = layout.embed(X[sl], init[sl])
             for t in range(n_layers):
-                if reembed and t > 0:
-                    P, Q = layout.embed(X[sl], centers[t, sl])
                 P, Q = transformer_layer(P, Q, blocks)
                 centers[t + 1, sl] = layout.read(Q, "x")
     return centers
 
 
-def params_from_transformer(model):
+def params_from_transformer(model, tied=False):
     """``theta`` and ``ModelConfig`` of a hand-built Euclidean softmax model.
 
     The learned model fixes ``gamma = 1/sqrt(D)``; a hand-built block with
@@ -220,12 +322,16 @@ def params_from_transformer(model):
         Every block Euclidean softmax (e.g. ``lloyd_transformer(d, k, gamma,
         config="faithful")`` with finite ``gamma``), no FFN, token layout
         ``("x", "y")`` or ``("x",)``.
+    tied : bool
+        Return the parameters of the tied model (:func:`tie`; a
+        ``ValueError`` if some map does not act alike on every id).
 
     Returns
     -------
     theta : ndarray, shape (n_params,)
     config : ModelConfig
     """
+    tied = check_bool(tied, "tied")
     if not isinstance(model, KMeansTransformer):
         raise ValueError(f"model must be a KMeansTransformer; got model={model!r}")
     tokens = {v: key for key, v in TOKENS.items()}.get(model.layout.blocks)
@@ -248,7 +354,7 @@ def params_from_transformer(model):
             b = getattr(block, wname)
             mats[wname] = np.zeros(D) if b is None else (s if wname != "bv" else 1.0) * b
         parts += [np.ravel(mats[w]) for w in WEIGHT_NAMES]
-    return np.concatenate(parts), config
+    return tie(np.concatenate(parts), config) if tied else (np.concatenate(parts), config)
 
 
 def to_transformer(theta, config, name="learned k-means transformer"):

@@ -48,6 +48,13 @@ class TrainConfig:
         Dimension, centers, points per task.
     tokens : {"d+k", "d"}
         Token layout of the model.
+    tied : bool
+        Tie the id maps so the parameters do not depend on ``k``
+        (:class:`~kmt_ref.learning.model.ModelConfig`).
+    n_layers : int
+        Layer applications (re-embedding between them) before the loss is
+        taken; the paper trains through one. Validation compares with as many
+        Lloyd steps.
     family, scale, equal_weights, isotropic
         Task distribution (:func:`~kmt_ref.learning.tasks.sample_tasks`).
     tau : float
@@ -72,6 +79,8 @@ class TrainConfig:
     k: int = 10
     n: int = 512
     tokens: str = "d+k"
+    tied: bool = False
+    n_layers: int = 1
     family: str = "normal"
     scale: float = 0.1
     equal_weights: bool = True
@@ -91,12 +100,12 @@ class TrainConfig:
         def store(name, value):
             object.__setattr__(self, name, value)
 
-        for name in ("d", "k", "n", "batch", "n_steps", "eval_every", "val_tasks"):
+        for name in ("d", "k", "n", "n_layers", "batch", "n_steps", "eval_every", "val_tasks"):
             store(name, check_int(getattr(self, name), name, low=1))
         check_k(self.k, self.n)
         for name in ("patience", "seed"):
             store(name, check_int(getattr(self, name), name, low=0))
-        for name in ("equal_weights", "isotropic"):
+        for name in ("tied", "equal_weights", "isotropic"):
             store(name, check_bool(getattr(self, name), name))
         for name in ("scale", "tau", "lr"):
             store(name, check_positive(getattr(self, name), name))
@@ -104,11 +113,11 @@ class TrainConfig:
         if self.lr_factor == 0:
             raise ValueError(f"lr_factor must be in (0, 1); got lr_factor={self.lr_factor}")
         check_family(self.family)
-        ModelConfig(self.d, self.k, self.tokens)
+        ModelConfig(self.d, self.k, self.tokens, self.tied)  # validates the model options
 
     @property
     def model(self):
-        return ModelConfig(self.d, self.k, self.tokens)
+        return ModelConfig(self.d, self.k, self.tokens, self.tied)
 
     def task_kwargs(self):
         return dict(
@@ -146,29 +155,31 @@ def _streams(seed):
 
 
 def validation_tasks(config):
-    """The run's held-out validation tasks and their one-step Lloyd objectives."""
+    """The run's held-out validation tasks and their Lloyd objectives after ``config.n_layers`` steps."""
     _, val_rng, _ = _streams(config.seed)
     X, init = sample_tasks(val_rng, config.val_tasks, **config.task_kwargs())
-    return X, init, kmeans_objectives(X, lloyd_batch(X, init, 1)[1])
+    return X, init, kmeans_objectives(X, lloyd_batch(X, init, config.n_layers)[-1])
 
 
 def batch_loss(theta, X, init, config, attend=kernels.attend):
-    """Mean smoothed objective of the centers after one layer (the training loss).
+    """Mean smoothed objective of the centers after ``config.n_layers`` layers (the training loss).
 
     ``attend``: the attention implementation (see :func:`~kmt_ref.learning.model.forward`).
     """
-    return anp.mean(smoothed_objective(X, forward(theta, X, init, config.model, attend), config.tau))
+    centers = forward(theta, X, init, config.model, attend, n_layers=config.n_layers)
+    return anp.mean(smoothed_objective(X, centers, config.tau))
 
 
 _value_and_grad = autograd.value_and_grad(batch_loss)
 
 
 def _validate(theta, config, val):
-    """Validation ratio (mean of per-task objective / one-step Lloyd objective) and mean objective."""
+    """Validation ratio (mean of per-task objective / Lloyd objective) and mean objective."""
     X, init, lloyd_obj = val
     B = config.batch
     obj = np.concatenate([
-        kmeans_objectives(X[i : i + B], forward(theta, X[i : i + B], init[i : i + B], config.model))
+        kmeans_objectives(X[i : i + B], forward(theta, X[i : i + B], init[i : i + B], config.model,
+                                                n_layers=config.n_layers))
         for i in range(0, X.shape[0], B)
     ])
     return float(np.mean(obj / lloyd_obj)), float(np.mean(obj))
@@ -204,7 +215,8 @@ def _snapshot(state, config):
 
 def _restore(path, config):
     arrays, meta = load_checkpoint(path)
-    saved = meta.get("config", {})
+    # A field added after a checkpoint was written takes its default (the behaviour it was written with).
+    saved = dict(TrainConfig().to_dict(), **meta.get("config", {}))
     mismatch = {k: (saved.get(k), v) for k, v in config.to_dict().items() if saved.get(k) != v}
     mismatch.update({k: (v, None) for k, v in saved.items() if k not in config.to_dict()})
     if mismatch:
