@@ -254,10 +254,10 @@ def forward(theta, X, init, config, attend=kernels.attend, n_layers=1):
     # The center tokens of zero centers: what re-embedding adds to the linear image of the centers.
     _, ids = layout.embed(X[..., :0, :], np.zeros(np.shape(init)))
     for t in range(n_layers):
-        if t > 0:
-            Q = C @ layout.reader("x") + ids
         _, Q = transformer_layer(P0, Q, blocks, attend=attend)
         C = layout.read(Q, "x")
+        if t + 1 < n_layers:
+            Q = C @ layout.reader("x") + ids
     return C
 
 
