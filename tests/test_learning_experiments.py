@@ -47,7 +47,7 @@ def test_no_train_evaluates_unfinished_checkpoints_and_says_so(tiny):
 
 def test_every_experiment_runs_on_trained_checkpoints(tiny):
     for name in experiments.EXPERIMENTS:
-        if name in ("training-curves", "any-k", "multi-step"):  # their own scales and settings: tests below
+        if name in ("training-curves", "any-k", "multi-step", "real-data"):  # own scales: tests below
             continue
         out = experiments.run_experiment(name, "quick", tiny, progress=False)
         assert out["experiment"] == name and out["n_seeds"] == 2 and not out["partial"]
@@ -103,12 +103,31 @@ def test_multi_step_trains_through_each_number_of_layers(monkeypatch, tmp_path, 
     assert "trained through" in capsys.readouterr().out
 
 
+def test_real_data_checks_the_constructions_and_runs_every_learned_layer(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(experiments.SCALES, "beyond", TINY)
+    monkeypatch.setattr(experiments, "DATASETS", {"iris": None, "breast_cancer": None})
+    monkeypatch.setattr(experiments, "REAL_DATA_RESTARTS", 3)
+    out = experiments.run_experiment("real-data", "beyond", str(tmp_path), progress=False)
+    iris = out["per_dataset"]["iris"]
+    assert (iris["n"], iris["d"], iris["k"]) == (150, 4, 3)
+    assert iris["construction"]["inf"]["labels_equal"] and iris["construction"]["inf"]["max_center_deviation"] < 1e-12
+    for g in ("100", "10000"):
+        c = iris["construction"][g]
+        assert c["max_center_deviation"] <= c["certified_bound"]
+    # k = 3 = the tiny models' k: the standard layer runs too; breast cancer has k = 2: it does not
+    assert {"tied", "d_only", "standard"} <= set(iris) and "standard" not in out["per_dataset"]["breast_cancer"]
+    for key in ("lloyd", "tied", "d_only"):
+        assert -1 <= iris[key]["ari"] <= 1 and np.isfinite(iris[key]["log_objective"])
+    assert main(["reproduce", "real-data", "--report", "--results-dir", str(tmp_path)]) == 0
+    assert "adjusted Rand index" in capsys.readouterr().out
+
+
 def test_the_beyond_and_figures_scales_belong_to_their_experiments(capsys):
     for argv in (["reproduce", "learning", "--beyond"], ["reproduce", "any-k", "--paper"],
                  ["reproduce", "learning", "--figures"]):
         with pytest.raises(SystemExit):
             main(argv)
-    assert "--beyond is the scale of any-k and multi-step only" in capsys.readouterr().err
+    assert "--beyond is the scale of any-k, multi-step, real-data only" in capsys.readouterr().err
 
 
 def test_unknown_experiment_or_scale_raises(tiny):
