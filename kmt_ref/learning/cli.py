@@ -63,8 +63,8 @@ def _scale_options(parser, results_help):
                        help="training-curves only: 128 points, batches of 8, 2,000 steps, seeds 0 and 1 "
                        "(its default; 52 models, about half an hour on one core)")
     group.add_argument("--beyond", dest="scale", action="store_const", const="beyond",
-                       help="any-k, multi-step and real-data only: 128 points, batches of 8, 4,000 steps, seeds 0-2 "
-                       "(their default; 24 models, about an hour on one core)")
+                       help="any-k, multi-step and real-data only: 128 points, batches of 8, 10,000 steps, seeds 0-2 "
+                       "(their default; 24 models, under two hours on one core)")
     parser.add_argument("--results-dir", default=None, help=results_help)
 
 

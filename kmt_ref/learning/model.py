@@ -15,11 +15,11 @@ terms the learned model has ``gamma = 1 / sqrt(D)``.
 **Tied ids** (``tied=True``, tokens ``[x | y]``): a model whose parameters do
 not depend on ``k``, so one set runs at any number of clusters. Every map
 acts the same on every cluster id: written ``W = [[A, v 1^T], [1 u^T,
-a I + b 1 1^T]]`` over the ``(x, y)`` blocks (``A`` of shape ``(d, d)``,
-``u, v`` of shape ``(d,)``, scalars ``a, b``) and biases ``[beta | c 1]``, it
+lambda I + nu 1 1^T]]`` over the ``(x, y)`` blocks (``A`` of shape ``(d, d)``,
+``u, v`` of shape ``(d,)``, scalars ``lambda, nu``) and biases ``[h | kappa 1]``, it
 commutes with every permutation of the ids, and ``d^2 + 2d + 2`` numbers per
 matrix, ``d + 1`` per bias, describe it at every ``k``. The Equation 5
-matrices are projectors ``P_x``, ``+-P_y`` (``A = I`` or ``a = +-1``, the rest
+matrices are projectors ``P_x``, ``+-P_y`` (``A = I`` or ``lambda = +-1``, the rest
 0), so the construction is a member (:func:`tie` of it succeeds; tested). The
 score factor of a tied model is ``1 / sqrt(d)``, which does not depend on
 ``k`` either.
@@ -125,14 +125,14 @@ def _shapes(config):
 
 
 def _untie(piece, d, k):
-    """The full matrix ``[[A, v 1^T], [1 u^T, a I + b 1 1^T]]`` or bias ``[beta | c 1]`` of a tied piece."""
+    """The full matrix ``[[A, v 1^T], [1 u^T, lambda I + nu 1 1^T]]`` or bias ``[h | kappa 1]`` of a tied piece."""
     ones = np.ones(k)
     if piece.shape[0] == d + 1:
         return anp.concatenate([piece[:d], piece[d] * ones])
     A = anp.reshape(piece[: d * d], (d, d))
-    u, v, a, b = piece[d * d : d * d + d], piece[d * d + d : d * d + 2 * d], piece[-2], piece[-1]
+    u, v, lam, nu = piece[d * d : d * d + d], piece[d * d + d : d * d + 2 * d], piece[-2], piece[-1]
     top = anp.concatenate([A, anp.outer(v, ones)], axis=1)
-    bottom = anp.concatenate([anp.outer(ones, u), a * np.eye(k) + b * np.ones((k, k))], axis=1)
+    bottom = anp.concatenate([anp.outer(ones, u), lam * np.eye(k) + nu * np.ones((k, k))], axis=1)
     return anp.concatenate([top, bottom], axis=0)
 
 
@@ -203,8 +203,8 @@ def tie(theta, config):
         for wname in WEIGHT_NAMES:
             M = params[wname] * (s if wname in ("Wq", "Wk", "bq", "bk") else 1.0)
             if wname.startswith("W"):
-                ab = M[d + 1, d] if k > 1 else 0.0
-                piece = np.concatenate([M[:d, :d].ravel(), M[d, :d], M[:d, d], [M[d, d] - ab, ab]])
+                nu = M[d + 1, d] if k > 1 else 0.0
+                piece = np.concatenate([M[:d, :d].ravel(), M[d, :d], M[:d, d], [M[d, d] - nu, nu]])
             else:
                 piece = np.concatenate([M[:d], [M[d]]])
             if not np.array_equal(_untie(piece, d, k), M):
