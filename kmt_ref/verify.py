@@ -356,7 +356,7 @@ LEARNABLE_TOL = 1e-10
 
 
 def learnable_format_rows(quick=False):
-    """The learnable parameter format runs hand-built models exactly.
+    """The learnable parameter formats run hand-built models exactly.
 
     A faithful Theorem 2.1 model (all Euclidean softmax) loaded with
     :func:`~kmt_ref.learning.model.params_from_transformer` and run by the
@@ -364,7 +364,9 @@ def learnable_format_rows(quick=False):
     with re-embedding) must give the centers of the original
     :meth:`~kmt_ref.layer.KMeansTransformer.run` to rounding, relative to the
     size of the coordinates (the two paths round differently: the hand-built one
-    skips the zero rows of its weights, the learned one cannot).
+    skips the zero rows of its weights, the learned one cannot). The tied
+    format's pieces, read from the construction built for ``k + 1`` centers,
+    must run the construction at ``k`` (its parameters do not depend on k).
     """
     rows = []
     for data_name, (X, init, T) in datasets(quick).items():
@@ -380,6 +382,13 @@ def learnable_format_rows(quick=False):
             ours = Trajectory(centers=centers, labels=ref.labels, assignments=None)
             rows.append(compare("learned format <- faithful", data_name, ours, ref, X, gamma,
                                 f"same centers (dev <= {tol:g})", lambda dev, gap, tol=tol: dev <= tol, True))
+        # The tied layer's pieces, taken from the construction at another k, run it at this k.
+        phi, tied = params_from_transformer(lloyd_transformer(d, k + 1, 1e4, config="faithful"), tied=True)
+        ref = lloyd_transformer(d, k, 1e4, config="faithful").run(X, init, T, reembed=True)
+        centers = run_steps(phi, X[None], init[None], tied.at_k(k), T)[:, 0]
+        ours = Trajectory(centers=centers, labels=ref.labels, assignments=None)
+        rows.append(compare("tied format (k+1) -> k", data_name, ours, ref, X, 1e4,
+                            f"same centers (dev <= {tol:g})", lambda dev, gap, tol=tol: dev <= tol, True))
     return rows
 
 
