@@ -1,16 +1,18 @@
-"""Sparse and random attention normalizers: sparsemax, normmax, Gumbel.
+"""Sparse and random attention normalizers: sparsemax, entmax-1.5, normmax, Gumbel.
 
 Each function maps scores of shape (..., r) to weights of the same shape whose
 rows (last axis) lie on the probability simplex. All are exact: the sparse
 ones solve their defining convex problem in closed form after one sort of each
 row, so the result is correct to rounding, not to an iteration tolerance.
 They are registered in :data:`kmt_ref.attention.NORMALIZERS` (the one
-registry) under the names ``"sparsemax"``, ``"normmax2"``, ``"normmax_inf"``,
-``"gumbel_max"`` and ``"gumbel_softmax"``.
+registry) under the names ``"sparsemax"``, ``"entmax15"``, ``"normmax2"``,
+``"normmax_inf"``, ``"gumbel_max"`` and ``"gumbel_softmax"``.
 
 Definitions (``z`` one row of scores, ``Δ`` the simplex)::
 
     sparsemax(z)      = argmin_{p in Δ} ||p - z||_2^2            (Martins & Astudillo 2016)
+    entmax15(z)       = argmax_{p in Δ} <p, z> + (4/3) sum_i (p_i - p_i^(3/2))
+                                                                   (Peters, Niculae & Martins 2019)
     normmax(z; t, q)  = argmax_{p in Δ} <p, z> - t ||p||_q       (Santos et al. 2024), q in {2, inf}
     gumbel_max(z)     = hardmax(z + g),        g_i ~ Gumbel(0, 1) i.i.d.
     gumbel_softmax(z) = softmax((z + g) / temperature)
@@ -20,6 +22,12 @@ Closed forms, with ``z_(1) >= z_(2) >= ...`` the sorted row and
 
 * sparsemax: ``p = [z - tau]_+`` with ``tau = (S_s - 1) / s`` for the largest
   ``s`` such that ``1 + s z_(s) > S_s``.
+* entmax-1.5: ``p = [z/2 - tau]_+^2``; on a support of the top ``s`` entries
+  of ``w = z/2``, ``sum (w_i - tau)^2 = 1`` is a quadratic whose smaller root is
+  ``tau_s = m_s - sqrt((1 - V_s) / s)`` (``m_s`` the mean of the top ``s``,
+  ``V_s`` the sum of their squared deviations from it), and the support size is
+  the number of ``s`` with ``tau_s <= w_(s)`` (the condition holds for a
+  prefix).
 * normmax, 2-norm: ``p = [z - mu]_+ / sum [z - mu]_+`` with ``mu`` solving
   ``||[z - mu]_+||_2 = t``. On the support of the top ``s`` entries that is a
   quadratic, ``s mu^2 - 2 S_s mu + (sum of squares) - t^2 = 0`` (smaller root);
@@ -41,7 +49,7 @@ import numpy as np
 
 from ._validation import check_rng
 
-__all__ = ["sparsemax", "normmax2", "normmax_inf", "gumbel_max", "gumbel_softmax"]
+__all__ = ["sparsemax", "entmax15", "normmax2", "normmax_inf", "gumbel_max", "gumbel_softmax"]
 
 
 def _sorted_desc(z):
@@ -83,6 +91,27 @@ def sparsemax(scores):
     s = np.sum(1.0 + pos * zs > cs, axis=-1)
     tau = (_take(cs, s) - 1.0) / s[..., None]
     return np.maximum(z - tau, 0.0)
+
+
+def entmax15(scores):
+    """1.5-entmax of each row: between softmax (1-entmax) and sparsemax (2-entmax).
+
+    Parameters
+    ----------
+    scores : ndarray, shape (..., r)
+
+    Returns
+    -------
+    ndarray, shape (..., r)
+        ``[z/2 - tau]_+^2``; exactly zero outside the support.
+    """
+    z, zs, cs, pos = _sorted_desc(np.asarray(scores, dtype=float) / 2.0)
+    mean = cs / pos
+    # V_s = sum_{i<=s} (w_(i) - m_s)^2 from the running sums (the row max is 0, so the terms are gaps)
+    V = np.cumsum(zs * zs, axis=-1) - pos * mean * mean
+    tau = mean - np.sqrt(np.maximum(1.0 - V, 0.0) / pos)
+    s = np.sum(tau <= zs, axis=-1)
+    return np.maximum(z - _take(tau, s), 0.0) ** 2
 
 
 def normmax2(scores, t=1.0):

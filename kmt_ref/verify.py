@@ -26,17 +26,15 @@ from .learning.model import params_from_transformer, run_steps
 from .lloyd_transformer import lloyd_transformer
 from .tasks import FIGURE3_PAPER_LOG_OBJECTIVES, figure3_data, gaussian_mixture
 from .trajectory import Trajectory
-from .variants.kmedoids import kmedoids, kmedoids_transformer, randomized_kmedoids
-from .variants.robust import robust_kmeans, robust_kmeans_transformer
-from .variants.soft import soft_kmeans, soft_kmeans_transformer
-from .variants.spherical import normalize_rows, spherical_kmeans, spherical_kmeans_transformer
-from .variants.trimmed import gap_trimmed_kmeans, trimmed_kmeans, trimmed_kmeans_transformer
+from .variants import VARIANTS
+from .variants.kmedoids import kmedoids, kmedoids_transformer
+from .variants.registry import EXACT_TOL
+from .variants.soft import soft_kmeans
+from .variants.trimmed import gap_trimmed_kmeans, trimmed_kmeans
 
 __all__ = ["Row", "compare", "datasets", "run_verification", "format_table", "format_section", "verdict",
            "summary_line", "LEGEND", "SECTIONS"]
 
-#: Tolerance of an "exact" claim (gamma = inf).
-EXACT_TOL = 1e-10
 #: Tolerance of the finite-gamma claim of the paper (Figure 3, gamma = 1e4).
 LOG_OBJ_TOL = 1e-3
 GAMMAS = (1e2, 1e4, np.inf)
@@ -221,117 +219,53 @@ def theorem22_rows(quick=False):
     return rows
 
 
-#: Stiffness values of the soft k-means rows.
-BETAS = (1.0, 1e2, 1e4)
+def variant_rows(quick=False):
+    """Every registered variant's transformer against its classical twin, at each of its parameter values.
 
-
-def soft_rounding_tol(X, beta):
-    """Tolerance of the soft k-means equality in float64.
-
-    Both sides compute ``-beta ||x - c||^2`` by the expansion
-    ``|x|^2 + |c|^2 - 2 x.c`` (on differently padded arrays, so with different
-    rounding); its error is about ``eps * max |x|^2``, and ``beta`` multiplies
-    it inside the exponential. A center moves by at most the data's span times
-    the change of its weights. On data far from the origin (the offset-1e3
-    rows) this, not the construction, dominates the deviation.
-    """
-    scale = float(np.max(np.sum(X * X, axis=1)))
-    return EXACT_TOL + beta * np.finfo(float).eps * scale * float(np.ptp(X))
-
-
-def soft_spherical_rows(quick=False):
-    """Soft and spherical k-means transformers against their classical algorithms.
-
-    Soft: exact at every ``beta`` (the ``gamma`` column holds ``beta``), plus a
-    reported-only row of soft k-means at ``beta = 1e4`` against Lloyd.
-    Spherical: on the centred data (``X - mean``; directions need an origin),
-    ``d >= 2`` only (on the line, distinct centers tie), objectives of the
-    normalized points; ``gamma = inf`` (hardmax).
+    The rows come from :data:`~kmt_ref.variants.registry.VARIANTS`: a variant
+    declares its twin, its parameter values and its float64 allowance, and
+    each row claims the two agree within it. Spherical k-means runs on the
+    centred data (directions need an origin) and reports the objectives of
+    the normalized points; a variant is skipped below its ``min_d``.
     """
     rows = []
-    exact = f"exact (dev <= {EXACT_TOL:g})"
-    is_exact = lambda dev, gap: dev <= EXACT_TOL  # noqa: E731
     for data_name, (X, init, T) in datasets(quick).items():
-        n, d = X.shape
-        k = init.shape[0]
-        for beta in BETAS:
-            ref = soft_kmeans(X, init, T, beta)
-            traj = soft_kmeans_transformer(d, k, beta).run(X, init, T)
-            tol = soft_rounding_tol(X, beta)
-            rule = lambda dev, gap, tol=tol: dev <= tol  # noqa: E731
-            claim = f"exact to rounding (dev <= {tol:.1e})"
-            rows.append(compare("soft k-means", data_name, traj, ref, X, beta, claim, rule, True, "beta"))
-        rows.append(
-            compare(
-                "soft (beta) vs Lloyd", data_name, soft_kmeans(X, init, T, BETAS[-1]), lloyd(X, init, T), X,
-                BETAS[-1], f"log-objective gap <= {LOG_OBJ_TOL:g}", lambda dev, gap: gap <= LOG_OBJ_TOL, None, "beta",
-            )
-        )
-        if d >= 2:
-            Xc = X - X.mean(axis=0)
-            init_c = init - X.mean(axis=0)
-            ref = spherical_kmeans(Xc, init_c, T)
-            traj = spherical_kmeans_transformer(d, k).run(Xc, init_c, T)
-            rows.append(
-                compare("spherical k-means", data_name + " centred", traj, ref, normalize_rows(Xc), np.inf,
-                        exact, is_exact, True)
-            )
+        for v in VARIANTS.values():
+            if X.shape[1] < v.min_d:
+                continue
+            Xv, _ = v.problem(X, init)
+            points = Xv if v.objective_points is None else v.objective_points(Xv)
+            for value in v.values:
+                traj, ref = v.run_both(X, init, T, value)
+                tol = v.allowed(Xv, value)
+                rows.append(compare(v.name, data_name + (" centred" if v.centered else ""), traj, ref, points,
+                                    np.inf if v.parameter is None else value,
+                                    f"exact to rounding (dev <= {tol:.1e})", lambda dev, gap, tol=tol: dev <= tol,
+                                    True, v.parameter or "gamma"))
     return rows
 
 
-def robust_rounding_tol(X, a):
-    """Worst-case float64 deviation of the robust transformer from :func:`robust_kmeans`.
+def textbook_rows(quick=False):
+    """The variants' rules beside the textbook algorithms they approximate: reported, not claimed.
 
-    Both compute ``eps ||x - c||^2`` (``eps = a / sqrt(d)``) by the expansion
-    ``|x|^2 + |c|^2 - 2 x.c``, with different rounding: each score is off by
-    about ``4 u eps max |x|^2`` (``u`` the unit roundoff). Sparsemax moves the
-    threshold by at most as much, so each of at most ``n`` weights is off by
-    twice that, and the center by the weight errors times the data's span.
-    Far from the origin (the offset-1e3 rows) this dominates.
-    """
-    u = np.finfo(float).eps / 2
-    d = X.shape[1]
-    score_err = 4 * u * (a / np.sqrt(d)) * float(np.max(np.sum(X * X, axis=1)))
-    return EXACT_TOL + 2 * X.shape[0] * score_err * float(np.ptp(X))
-
-
-def trimmed_robust_kmedoids_rows(quick=False):
-    """Trimmed (normmax), robust (sparsemax) and k-medoids (Gumbel) transformers.
-
-    The ``gamma`` column holds each variant's own parameter: ``t`` (trimmed),
-    ``a`` (robust), the temperature (k-medoids). Exact rows compare a
-    transformer with the classical rule it realizes; rows with ``expect=None``
-    compare that rule with the textbook algorithm it approximates (reported,
-    not claimed: they are different algorithms).
+    Soft k-means at ``beta = 1e4`` against Lloyd; the gap rule of trimmed
+    k-means against the 1997 trimmed k-means; randomized k-medoids against
+    Voronoi-iteration k-medoids, and at temperature 1e-12, where its medoids
+    must stay put (a claim: nothing moves).
     """
     rows = []
-    exact = f"exact (dev <= {EXACT_TOL:g})"
-    is_exact = lambda dev, gap: dev <= EXACT_TOL  # noqa: E731
     reported = "none: different algorithms, difference shown"
     anything = lambda dev, gap: None  # noqa: E731
     for data_name, (X, init, T) in datasets(quick).items():
         d, k = X.shape[1], init.shape[0]
-        for t in (0.1, 1.0):
-            ref = gap_trimmed_kmeans(X, init, T, t)
-            traj = trimmed_kmeans_transformer(d, k, t).run(X, init, T)
-            rows.append(compare("trimmed (normmax)", data_name, traj, ref, X, t, exact, is_exact, True, "t"))
+        beta = VARIANTS["soft k-means"].values[-1]
+        rows.append(compare("soft (beta) vs Lloyd", data_name, soft_kmeans(X, init, T, beta), lloyd(X, init, T), X,
+                            beta, f"log-objective gap <= {LOG_OBJ_TOL:g}", lambda dev, gap: gap <= LOG_OBJ_TOL, None,
+                            "beta"))
         rows.append(compare("gap rule vs 1997 a=.05", data_name, gap_trimmed_kmeans(X, init, T, 1.0),
                             trimmed_kmeans(X, init, T, 0.05), X, 1.0, reported, anything, None, "t"))
-        for a in (0.01, 1.0):
-            ref = robust_kmeans(X, init, T, a)
-            traj = robust_kmeans_transformer(d, k, a).run(X, init, T)
-            tol = robust_rounding_tol(X, a)
-            rows.append(compare("robust (sparsemax)", data_name, traj, ref, X, a,
-                                f"exact to rounding (dev <= {tol:.1e})", lambda dev, gap, tol=tol: dev <= tol, True,
-                                "a"))
-        temperature = 0.05
-        ref = randomized_kmedoids(X, init, T, temperature, np.random.default_rng(0))
+        temperature = VARIANTS["k-medoids (Gumbel)"].values[0]
         traj = kmedoids_transformer(d, k, temperature).run(X, init, T, rng=np.random.default_rng(0))
-        # the residual (c + x) - c rounds once: the tolerance scales with |X|
-        tol = 1e-12 * max(1.0, float(np.abs(X).max()))
-        rows.append(compare("k-medoids (Gumbel)", data_name, traj, ref, X, temperature,
-                            f"same draws as randomized_kmedoids (dev <= {tol:.0e})",
-                            lambda dev, gap, tol=tol: dev <= tol, True, "temperature"))
         frozen = Trajectory(centers=np.broadcast_to(init, (T + 1,) + init.shape), labels=traj.labels)
         cold = kmedoids_transformer(d, k, 1e-12).run(X, init, T, rng=np.random.default_rng(0))
         rows.append(compare("k-medoids T->0", data_name, cold, frozen, X, 1e-12,
@@ -346,8 +280,8 @@ SECTIONS = {
     "Theorem 2.1 (Euclidean attention)": theorem21_rows,
     "Theorem 2.2 (dot-product attention + relu^2 FFN)": theorem22_rows,
     "Exactness certificate (validated configuration)": certificate_rows,
-    "Variants: soft and spherical": soft_spherical_rows,
-    "Variants: trimmed, robust, k-medoids": trimmed_robust_kmedoids_rows,
+    "Variants: each transformer against its classical twin": variant_rows,
+    "Variants beside the textbook algorithms": textbook_rows,
 }
 
 

@@ -7,6 +7,7 @@ import kmt_ref
 from kmt_ref import attention, kernels
 from kmt_ref.layer import transformer_layer
 from kmt_ref.learning.model import ModelConfig, init_params, to_transformer
+from kmt_ref.variants import VARIANTS
 
 MODELS = {
     "Theorem 2.1, validated, gamma=inf": lambda: kmt_ref.lloyd_transformer(3, 4),
@@ -23,7 +24,11 @@ MODELS = {
                                                     ModelConfig(3, 4)),
     "learned (d tokens)": lambda: to_transformer(init_params(ModelConfig(3, 4, "d"), np.random.default_rng(1)),
                                                  ModelConfig(3, 4, "d")),
+    "learned (tied)": lambda: to_transformer(init_params(ModelConfig(3, 4, tied=True), np.random.default_rng(2)),
+                                             ModelConfig(3, 4, tied=True)),
 }
+# every registered variant, at its first parameter value
+MODELS.update({f"variant: {name}": (lambda v=v: v.build(3, 4)) for name, v in VARIANTS.items()})
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
-from scipy.optimize import linprog, minimize
+from scipy.optimize import brentq, linprog, minimize
 from scipy.stats import chisquare
 
 from kmt_ref.attention import NORMALIZERS, Block, attend, hardmax, softmax
-from kmt_ref.normalizers import gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
+from kmt_ref.normalizers import entmax15, gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
 
 RNG_SEEDS = range(20)
 SIMPLEX = [{"type": "eq", "fun": lambda p: np.sum(p) - 1.0}]
@@ -68,7 +68,39 @@ def test_normmax_inf_gives_tied_scores_equal_weight():
     assert np.allclose(p, [1 / 3, 1 / 3, 1 / 3, 0.0])
 
 
-@pytest.mark.parametrize("fn", [sparsemax, normmax2, normmax_inf])
+@pytest.mark.parametrize("seed", RNG_SEEDS)
+def test_entmax15_solves_its_threshold_equation(seed):
+    # [z/2 - tau]_+^2 sums to one: solve for tau by bracketing (the sum falls from >= 1 to 0 on [max - 1, max])
+    z = _random_row(seed)
+    w = z / 2
+    tau = brentq(lambda t: np.sum(np.maximum(w - t, 0.0) ** 2) - 1.0, w.max() - 1.0, w.max(), xtol=1e-15)
+    p = entmax15(z)
+    assert np.all(p >= 0) and np.isclose(p.sum(), 1.0, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(p, np.maximum(w - tau, 0.0) ** 2, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", RNG_SEEDS)
+def test_entmax15_maximizes_its_regularized_score(seed):
+    z = _random_row(seed)
+    def objective(p):
+        return -(p @ z + 4 / 3 * np.sum(p - np.maximum(p, 0.0) ** 1.5))
+    res = _slsqp(objective, z.size)
+    p = entmax15(z)
+    assert objective(p) <= res.fun + 1e-9
+    assert np.allclose(p, res.x, atol=1e-4)
+
+
+def test_entmax15_hand_cases_and_its_place_between_softmax_and_sparsemax():
+    # two equal scores: 2 (0 - tau)^2 = 1, weights 1/2; a gap of 2 or more in z/2 leaves one weight
+    np.testing.assert_allclose(entmax15(np.array([1.0, 1.0])), [0.5, 0.5])
+    np.testing.assert_array_equal(entmax15(np.array([0.0, -2.0])), [1.0, 0.0])
+    z = np.array([0.0, -0.5, -1.0, -4.0])
+    support = lambda p: np.sum(p > 0)  # noqa: E731
+    assert support(sparsemax(z)) <= support(entmax15(z)) <= support(softmax(z))
+    np.testing.assert_allclose(entmax15(z + 7.0), entmax15(z), atol=1e-15)  # shift invariant
+
+
+@pytest.mark.parametrize("fn", [sparsemax, entmax15, normmax2, normmax_inf])
 def test_sparse_normalizers_vectorize_over_rows_and_batch_axes(fn):
     Z = np.random.default_rng(0).normal(size=(3, 4, 7))
     out = fn(Z)

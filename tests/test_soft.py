@@ -161,9 +161,9 @@ def test_soft_and_spherical_figures_are_drawn():
 
 
 def test_verify_section_soft_and_spherical_holds_on_quick_data():
-    from kmt_ref.verify import soft_spherical_rows
+    from kmt_ref.verify import variant_rows
 
-    rows = soft_spherical_rows(quick=True)
+    rows = variant_rows(quick=True)
     names = {r.construction for r in rows}
     assert {"soft k-means", "spherical k-means"} <= names
     assert all(r.ok for r in rows)

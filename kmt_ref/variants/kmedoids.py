@@ -61,6 +61,7 @@ from ..geometry import CHUNK_ELEMENTS, nearest_center, squared_distances
 from ..layer import KMeansTransformer
 from ..trajectory import Trajectory
 from ._cac import cac_variant
+from .registry import Variant, register_variant
 
 __all__ = ["kmedoids", "randomized_kmedoids", "kmedoids_transformer", "medoid_law", "medoid_indices"]
 
@@ -245,3 +246,12 @@ def kmedoids_transformer(d, k, temperature=1.0, rng=None, separation=1e3):
     base = cac_variant(d, k, "gumbel_max", separation, 1.0 / temperature,
                        name=f"randomized k-medoids (Gumbel, temperature={temperature:g})")
     return RandomKMeansTransformer(base.layout, dict(base.blocks), rng=rng, name=base.name)
+
+
+register_variant(Variant(
+    name="k-medoids (Gumbel)", classical=randomized_kmedoids, transformer=kmedoids_transformer,
+    parameter="temperature", values=(0.05,), needs_rng=True,
+    # the residual (c + x) - c rounds once: the allowance scales with |X|
+    tolerance=lambda X, temperature: 1e-12 * max(1.0, float(np.abs(X).max())),
+    change="CAC: Gumbel-max attention over the members (a medoid drawn from its law), values read x",
+))

@@ -47,6 +47,7 @@ from .._validation import check_k, check_positive, check_problem
 from ..normalizers import sparsemax
 from ..trajectory import Trajectory
 from ._cac import cac_variant, candidate_update
+from .registry import EXACT_TOL, Variant, register_variant
 
 __all__ = ["robust_kmeans", "robust_kmeans_transformer"]
 
@@ -107,3 +108,26 @@ def robust_kmeans_transformer(d, k, a=0.01):
     k = check_k(k, None, name="k")
     a = check_positive(a, "a")
     return cac_variant(d, k, "sparsemax", 1.0, a / np.sqrt(d), name=f"robust k-means (sparsemax, a={a:g})")
+
+
+def robust_rounding_tol(X, a):
+    """Worst-case float64 deviation of the robust transformer from :func:`robust_kmeans`.
+
+    Both compute ``eps ||x - c||^2`` (``eps = a / sqrt(d)``) by the expansion
+    ``|x|^2 + |c|^2 - 2 x.c``, with different rounding: each score is off by
+    about ``4 u eps max |x|^2`` (``u`` the unit roundoff). Sparsemax moves the
+    threshold by at most as much, so each of at most ``n`` weights is off by
+    twice that, and the center by the weight errors times the data's span.
+    Far from the origin (the offset-1e3 rows) this dominates.
+    """
+    u = np.finfo(float).eps / 2
+    d = X.shape[1]
+    score_err = 4 * u * (a / np.sqrt(d)) * float(np.max(np.sum(X * X, axis=1)))
+    return EXACT_TOL + 2 * X.shape[0] * score_err * float(np.ptp(X))
+
+
+register_variant(Variant(
+    name="robust (sparsemax)", classical=robust_kmeans, transformer=robust_kmeans_transformer,
+    parameter="a", values=(0.01, 1.0), tolerance=robust_rounding_tol,
+    change="CAC: sparsemax attention, Wq = Wk = P_y + sqrt(a / sqrt(d)) P_x",
+))

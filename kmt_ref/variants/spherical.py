@@ -78,6 +78,7 @@ from ..layer import KMeansTransformer
 from ..lloyd_transformer import lloyd_transformer
 from ..tokens import TokenLayout
 from ..trajectory import Trajectory
+from .registry import Variant, register_variant
 
 __all__ = [
     "spherical_kmeans",
@@ -275,3 +276,10 @@ def spherical_kmeans_transformer(d, k):
     return _SphericalTransformer(
         base.layout, blocks, name="spherical k-means", norm=BlockRMSNorm(base.layout, "x")
     )
+
+
+register_variant(Variant(
+    name="spherical k-means", classical=spherical_kmeans, transformer=spherical_kmeans_transformer,
+    parameter=None, values=(None,), centered=True, min_d=2, objective_points=normalize_rows,
+    change="a block RMS norm maps every token's x to unit length after each layer; CAX dot-product scores",
+))

@@ -71,6 +71,7 @@ from ..classical import EMPTY_CLUSTER_POLICIES, _lloyd
 from ..geometry import assigned_squared_distances, nearest_center
 from ..trajectory import Trajectory
 from ._cac import cac_variant, candidate_update
+from .registry import Variant, register_variant
 
 __all__ = ["trimmed_kmeans", "quantile_trimmed_kmeans", "gap_trimmed_kmeans", "gap_keep",
            "trimmed_kmeans_transformer"]
@@ -266,3 +267,10 @@ def trimmed_kmeans_transformer(d, k, t, separation=1e4):
     separation = check_positive(separation, "separation")
     return cac_variant(d, k, "normmax_inf", separation, 1.0,
                        name=f"trimmed k-means (normmax, t={t:g})", params={"t": t})
+
+
+register_variant(Variant(
+    name="trimmed (normmax)", classical=gap_trimmed_kmeans, transformer=trimmed_kmeans_transformer,
+    parameter="t", values=(0.1, 1.0),
+    change="CAC: inf-norm normmax attention with threshold t, ids separated by G = 1e4",
+))

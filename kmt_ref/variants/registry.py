@@ -1,0 +1,126 @@
+"""The variants as data: each is a classical algorithm and the transformer that realizes it.
+
+A variant module describes itself with a :class:`Variant` and registers it
+(:func:`register_variant`). Everything that treats the variants alike reads
+:data:`VARIANTS`: ``python -m kmt_ref verify`` checks each transformer
+against its classical twin at each of its parameter values, the common test
+(``tests/test_variants_common.py``) does the same on random problems, and the
+book's table of variants lists what each one changes in Theorem 2.1.
+
+Adding a variant (the walk-through is entmax-1.5 k-means, ``entmax.py``): write
+its normalizer (registered with :func:`kmt_ref.attention.register_normalizer`
+if it is new), its classical algorithm and transformer in one module ending in
+``register_variant(Variant(...))``, import that module in
+``kmt_ref/variants/__init__.py``, and give it a book page.
+"""
+
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Variant", "VARIANTS", "register_variant", "EXACT_TOL"]
+
+#: Tolerance of an "exact" claim: the transformer and its twin agree to rounding.
+EXACT_TOL = 1e-10
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One variant of the k-means transformer.
+
+    Attributes
+    ----------
+    name : str
+        Short label (``verify`` rows, tables), e.g. ``"robust (sparsemax)"``.
+    classical : callable
+        ``classical(X, init, n_iter, **{parameter: value})`` (and ``rng=``
+        when ``needs_rng``) -> :class:`~kmt_ref.trajectory.Trajectory`.
+    transformer : callable
+        ``transformer(d, k, **{parameter: value})`` -> the
+        :class:`~kmt_ref.layer.KMeansTransformer` that realizes ``classical``.
+    parameter : str or None
+        The variant's parameter (``"beta"``, ``"a"``, ...), or None.
+    values : tuple of float
+        The parameter values that are checked (``(None,)`` without a parameter).
+    change : str
+        What changes from Theorem 2.1, in a line.
+    tolerance : callable, optional
+        ``tolerance(X, value)``: the float64 deviation allowed between the two
+        (default :data:`EXACT_TOL`).
+    needs_rng : bool
+        Both sides draw random numbers; they are given generators with the same seed.
+    centered : bool
+        The variant works on centred data (spherical k-means: directions need an origin).
+    min_d : int
+        Smallest dimension the claim covers.
+    objective_points : callable, optional
+        ``objective_points(X)``: the points whose objective is reported (default ``X``).
+    """
+
+    name: str
+    classical: Callable
+    transformer: Callable
+    parameter: str | None
+    values: tuple
+    change: str
+    tolerance: Callable | None = None
+    needs_rng: bool = False
+    centered: bool = False
+    min_d: int = 1
+    objective_points: Callable | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty string; got name={self.name!r}")
+        for field in ("classical", "transformer"):
+            if not callable(getattr(self, field)):
+                raise ValueError(f"{field} must be callable; got {field}={getattr(self, field)!r}")
+        if self.parameter is None:
+            if tuple(self.values) != (None,):
+                raise ValueError(f"a variant without a parameter has values=(None,); got values={self.values!r}")
+        elif not self.values or not all(isinstance(v, numbers.Real) and v > 0 for v in self.values):
+            raise ValueError(f"values must be positive numbers of {self.parameter}; got values={self.values!r}")
+        object.__setattr__(self, "values", tuple(self.values))
+
+    def _kwargs(self, value):
+        return {} if self.parameter is None else {self.parameter: value}
+
+    def build(self, d, k, value=None):
+        """The transformer for ``d, k`` at ``value`` (default: the first of :attr:`values`)."""
+        return self.transformer(d, k, **self._kwargs(self.values[0] if value is None else value))
+
+    def allowed(self, X, value):
+        """The deviation allowed on data ``X`` at ``value``."""
+        return EXACT_TOL if self.tolerance is None else float(self.tolerance(X, value))
+
+    def problem(self, X, init):
+        """The data and initial centers the variant runs on (centred when it needs an origin)."""
+        if not self.centered:
+            return X, init
+        mean = X.mean(axis=0)
+        return X - mean, init - mean
+
+    def run_both(self, X, init, n_iter, value, seed=0):
+        """``(transformer trajectory, classical trajectory)`` on the same problem and, if needed, the same draws."""
+        X, init = self.problem(np.asarray(X, dtype=float), np.asarray(init, dtype=float))
+        model = self.build(X.shape[1], init.shape[0], value)
+        if self.needs_rng:
+            return (model.run(X, init, n_iter, rng=np.random.default_rng(seed)),
+                    self.classical(X, init, n_iter, **self._kwargs(value), rng=np.random.default_rng(seed)))
+        return model.run(X, init, n_iter), self.classical(X, init, n_iter, **self._kwargs(value))
+
+
+#: Registered variants by name, in registration order.
+VARIANTS = {}
+
+
+def register_variant(variant):
+    """Add ``variant`` to :data:`VARIANTS` (a name may be registered once)."""
+    if not isinstance(variant, Variant):
+        raise ValueError(f"variant must be a Variant; got variant={variant!r}")
+    if variant.name in VARIANTS:
+        raise ValueError(f"name={variant.name!r} is already a registered variant")
+    VARIANTS[variant.name] = variant
+    return variant
