@@ -6,7 +6,7 @@ Check your answer: ``python -m kmt_ref.exercises check 13``
 import numpy as np
 
 
-def normmax_inf(scores, t):
+def normmax_inf(scores, threshold):
     """inf-norm normmax, row-wise: ``argmax_{p in simplex} <p, z> - t max_i p_i``.
 
     The normalizer that turns the CAC block into a trimming rule. Write it
@@ -16,7 +16,7 @@ def normmax_inf(scores, t):
     Parameters
     ----------
     scores : ndarray, shape (m, r)
-    t : float
+    threshold : float
         Regularization, ``> 0``.
 
     Returns

@@ -29,7 +29,7 @@ Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
 
 Sparse and random normalizers (defined in :mod:`kmt_ref.normalizers`, used by
 the variants): ``"sparsemax"``, ``"normmax2"`` and ``"normmax_inf"`` (parameter
-``t`` via ``Block.params``), ``"gumbel_max"`` and ``"gumbel_softmax"``
+``threshold`` via ``Block.params``), ``"gumbel_max"`` and ``"gumbel_softmax"``
 (parameter ``temperature``; both need ``rng``).
 
 :func:`attend` here is the reference: the formula above, a dozen lines, every

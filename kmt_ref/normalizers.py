@@ -14,6 +14,7 @@ Definitions (``z`` one row of scores, ``Δ`` the simplex)::
     entmax15(z)       = argmax_{p in Δ} <p, z> + (4/3) sum_i (p_i - p_i^(3/2))
                                                                    (Peters, Niculae & Martins 2019)
     normmax(z; t, q)  = argmax_{p in Δ} <p, z> - t ||p||_q       (Santos et al. 2024), q in {2, inf}
+                        (``t`` is the argument ``threshold``)
     gumbel_max(z)     = hardmax(z + g),        g_i ~ Gumbel(0, 1) i.i.d.
     gumbel_softmax(z) = softmax((z + g) / temperature)
 
@@ -114,7 +115,7 @@ def entmax15(scores):
     return np.maximum(z - _take(tau, s), 0.0) ** 2
 
 
-def normmax2(scores, t=1.0):
+def normmax2(scores, threshold=1.0):
     """2-norm normmax: ``argmax_{p in simplex} <p, z> - t ||p||_2`` per row.
 
     ``t -> 0`` gives hardmax (uniform on the arg-max set), ``t -> inf`` the
@@ -123,14 +124,14 @@ def normmax2(scores, t=1.0):
     Parameters
     ----------
     scores : ndarray, shape (..., r)
-    t : float
-        Regularization strength, ``> 0``.
+    threshold : float
+        Regularization strength ``t``, ``> 0``.
 
     Returns
     -------
     ndarray, shape (..., r)
     """
-    t = _check_param(t, "t")
+    t = _check_param(threshold, "threshold")
     z, zs, cs, pos = _sorted_desc(np.asarray(scores, dtype=float))
     # sum_{i<=s} (z_(i) - z_(s))^2 for every s, without forming the differences.
     gap2 = np.cumsum(zs * zs, axis=-1) - 2.0 * zs * cs + pos * zs * zs
@@ -145,7 +146,7 @@ def normmax2(scores, t=1.0):
     return p / np.sum(p, axis=-1, keepdims=True)
 
 
-def normmax_inf(scores, t=1.0):
+def normmax_inf(scores, threshold=1.0):
     """inf-norm normmax: ``argmax_{p in simplex} <p, z> - t max_i p_i`` per row.
 
     The solution is uniform on the top ``s`` scores, ``s`` the largest with
@@ -156,15 +157,15 @@ def normmax_inf(scores, t=1.0):
     Parameters
     ----------
     scores : ndarray, shape (..., r)
-    t : float
-        Regularization strength, ``> 0``.
+    threshold : float
+        Regularization strength ``t``, ``> 0``.
 
     Returns
     -------
     ndarray, shape (..., r)
         ``1/s`` on the kept entries, exactly 0 elsewhere.
     """
-    t = _check_param(t, "t")
+    t = _check_param(threshold, "threshold")
     z, zs, cs, pos = _sorted_desc(np.asarray(scores, dtype=float))
     s = np.sum(cs - pos * zs <= t, axis=-1)
     threshold = _take(zs, s)

@@ -49,7 +49,7 @@ class Row:
     (``holds`` then says whether the stated condition is met, or is ``None``
     when the row only shows a difference).
     ``parameter``/``value`` name the construction's parameter (``gamma``,
-    ``beta``, the trimming threshold ``t``, ...).
+    ``beta``, the trimming ``threshold``, ...).
     """
 
     construction: str
@@ -263,7 +263,7 @@ def textbook_rows(quick=False):
                             beta, f"log-objective gap <= {LOG_OBJ_TOL:g}", lambda dev, gap: gap <= LOG_OBJ_TOL, None,
                             "beta"))
         rows.append(compare("gap rule vs 1997 a=.05", data_name, gap_trimmed_kmeans(X, init, T, 1.0),
-                            trimmed_kmeans(X, init, T, 0.05), X, 1.0, reported, anything, None, "t"))
+                            trimmed_kmeans(X, init, T, 0.05), X, 1.0, reported, anything, None, "threshold"))
         temperature = VARIANTS["k-medoids (Gumbel)"].values[0]
         traj = kmedoids_transformer(d, k, temperature).run(X, init, T, rng=np.random.default_rng(0))
         frozen = Trajectory(centers=np.broadcast_to(init, (T + 1,) + init.shape), labels=traj.labels)

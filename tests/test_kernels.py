@@ -17,7 +17,7 @@ MODELS = {
     "Theorem 2.2 (dot product + FFN)": lambda: kmt_ref.dot_product_lloyd_transformer(3, 4),
     "soft k-means": lambda: kmt_ref.soft_kmeans_transformer(3, 4, beta=5.0),
     "spherical k-means": lambda: kmt_ref.spherical_kmeans_transformer(3, 4),
-    "trimmed k-means": lambda: kmt_ref.trimmed_kmeans_transformer(3, 4, t=1.0),
+    "trimmed k-means": lambda: kmt_ref.trimmed_kmeans_transformer(3, 4, threshold=1.0),
     "robust k-means": lambda: kmt_ref.robust_kmeans_transformer(3, 4),
     "randomized k-medoids": lambda: kmt_ref.kmedoids_transformer(3, 4, temperature=0.5),
     "learned (d+k tokens)": lambda: to_transformer(init_params(ModelConfig(3, 4), np.random.default_rng(0)),
@@ -103,7 +103,7 @@ def test_weights_are_frozen_values():
     # Blocks built from one array hold separate copies.
     assert model.blocks["CAX"].Wq is not model.blocks["SAX"].Wq
     with pytest.raises(TypeError):
-        model.blocks["CAX"].params["t"] = 1.0
+        model.blocks["CAX"].params["threshold"] = 1.0
 
 
 def test_register_normalizer_refuses_bad_names_and_duplicates():

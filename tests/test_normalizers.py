@@ -42,7 +42,7 @@ def test_normmax2_maximizes_score_minus_t_times_2norm(seed):
     z = _random_row(seed)
     t = float(np.random.default_rng(seed + 100).uniform(0.1, 3.0))
     res = _slsqp(lambda p: -(p @ z - t * np.linalg.norm(p)), z.size)
-    p = normmax2(z, t=t)
+    p = normmax2(z, threshold=t)
     value = p @ z - t * np.linalg.norm(p)
     assert np.all(p >= 0) and np.isclose(p.sum(), 1.0)
     assert value >= -res.fun - 1e-9 * abs(res.fun)
@@ -58,13 +58,13 @@ def test_normmax_inf_solves_its_linear_programme(seed):
     res = linprog(np.append(-z, t), A_ub=np.hstack([np.eye(r), -np.ones((r, 1))]), b_ub=np.zeros(r),
                   A_eq=np.append(np.ones(r), 0.0)[None], b_eq=[1.0], bounds=[(0, None)] * (r + 1),
                   method="highs")
-    p = normmax_inf(z, t=t)
+    p = normmax_inf(z, threshold=t)
     assert np.isclose(p @ z - t * p.max(), -res.fun, atol=1e-12)
     assert np.allclose(p, res.x[:r], atol=1e-9)
 
 
 def test_normmax_inf_gives_tied_scores_equal_weight():
-    p = normmax_inf(np.array([3.0, 1.0, 1.0, 0.0]), t=2.0)
+    p = normmax_inf(np.array([3.0, 1.0, 1.0, 0.0]), threshold=2.0)
     assert np.allclose(p, [1 / 3, 1 / 3, 1 / 3, 0.0])
 
 
@@ -114,8 +114,8 @@ def test_sparse_normalizers_tend_to_hardmax_at_low_temperature_and_uniform_at_hi
     assert np.allclose(sparsemax(1e6 * z), hardmax(z))
     assert np.allclose(sparsemax(1e-6 * z), 1 / 5, atol=1e-6)
     for fn in (normmax2, normmax_inf):
-        assert np.allclose(fn(z, t=1e-9), hardmax(z))
-        assert np.allclose(fn(z, t=1e9), 1 / 5, atol=1e-8)
+        assert np.allclose(fn(z, threshold=1e-9), hardmax(z))
+        assert np.allclose(fn(z, threshold=1e9), 1 / 5, atol=1e-8)
 
 
 def test_gumbel_max_samples_follow_softmax_chi_square_at_level_0_001():
@@ -142,7 +142,7 @@ def test_registered_normalizers_run_inside_attend_with_params_and_rng():
     rng = np.random.default_rng(0)
     Zq, Zk = rng.normal(size=(4, 3)), rng.normal(size=(9, 3))
     eye = np.eye(3)
-    for name, params in [("sparsemax", {}), ("normmax2", {"t": 0.5}), ("normmax_inf", {"t": 0.5})]:
+    for name, params in [("sparsemax", {}), ("normmax2", {"threshold": 0.5}), ("normmax_inf", {"threshold": 0.5})]:
         out = attend(Zq, Zk, Block(eye, eye, eye, normalizer=name, params=params))
         scores = -((Zq[:, None] - Zk[None]) ** 2).sum(-1)
         assert np.allclose(out, NORMALIZERS[name].fn(scores, **params) @ Zk)
@@ -155,9 +155,9 @@ def test_registered_normalizers_run_inside_attend_with_params_and_rng():
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, np.inf, np.nan, "1", True])
 def test_normmax_and_gumbel_softmax_reject_a_non_positive_parameter(bad):
-    with pytest.raises(ValueError, match="t="):
-        normmax2(np.zeros(3), t=bad)
-    with pytest.raises(ValueError, match="t="):
-        normmax_inf(np.zeros(3), t=bad)
+    with pytest.raises(ValueError, match="threshold="):
+        normmax2(np.zeros(3), threshold=bad)
+    with pytest.raises(ValueError, match="threshold="):
+        normmax_inf(np.zeros(3), threshold=bad)
     with pytest.raises(ValueError, match="temperature="):
         gumbel_softmax(np.zeros(3), np.random.default_rng(0), temperature=bad)

@@ -107,13 +107,13 @@ def test_trimmed_kmeans_rejects_a_trim_leaving_fewer_than_k_points():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: gap_trimmed_kmeans(np.zeros((5, 2)), np.zeros((2, 2)), 1, 0.0), "t="),
+        (lambda: gap_trimmed_kmeans(np.zeros((5, 2)), np.zeros((2, 2)), 1, 0.0), "threshold="),
         (lambda: gap_trimmed_kmeans(np.zeros((5, 2)), np.zeros((2, 3)), 1, 1.0), "init"),
         (lambda: gap_trimmed_kmeans(np.zeros((5, 2)), np.zeros((2, 2)), -1, 1.0), "n_iter=-1"),
         (lambda: trimmed_kmeans(np.zeros((5, 2)), np.zeros((6, 2)), 1, 0.0), "k"),
         (lambda: trimmed_kmeans(np.zeros((5, 2)), np.zeros((2, 2)), 1, 0.0, "nan"), "empty_cluster"),
-        (lambda: trimmed_kmeans_transformer(2, 3, t=-1.0), "t="),
-        (lambda: trimmed_kmeans_transformer(2, 3, t=1.0, separation=0), "separation="),
+        (lambda: trimmed_kmeans_transformer(2, 3, threshold=-1.0), "threshold="),
+        (lambda: trimmed_kmeans_transformer(2, 3, threshold=1.0, separation=0), "separation="),
     ],
 )
 def test_bad_input_raises_value_error_naming_the_argument(call, match):

@@ -128,7 +128,7 @@ def check_normmax_inf(normmax_inf):
     cases = [(np.array([[3.0, 2.0, 0.0, -5.0]]), 1.5), (np.array([[1.0, 1.0, 1.0]]), 0.1),
              (rng.normal(size=(8, 6)), 0.7), (rng.normal(size=(4, 5)), 20.0)]
     for z, t in cases:
-        on = inputs(scores=z, t=t)
+        on = inputs(scores=z, threshold=t)
         got = as_array(call(normmax_inf, z, t, on=on), "weights", on, shape=z.shape)
         expect(np.all(got >= -1e-12) and np.allclose(got.sum(axis=1), 1.0, atol=1e-9),
                f"every row must be a probability vector; got row sums {got.sum(axis=1)}\n  on input:\n{on}")

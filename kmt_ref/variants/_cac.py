@@ -45,7 +45,7 @@ def cac_variant(d, k, normalizer, separation, distance_weight, name, gamma=1.0, 
     gamma : float
         Inverse temperature of the CAC block.
     params : dict, optional
-        Normalizer parameters (``t`` ...).
+        Normalizer parameters (``threshold`` ...).
 
     Returns
     -------

@@ -74,7 +74,7 @@ def center_error(centers, means):
     return float(np.sqrt(D2[rows, cols].mean()))
 
 
-def outlier_experiment(rng, n=500, d=2, k=4, outlier_fraction=0.08, n_iter=20, t=10.0, a=0.01,
+def outlier_experiment(rng, n=500, d=2, k=4, outlier_fraction=0.08, n_iter=20, threshold=10.0, a=0.01,
                        n_tasks=10):
     """Center error of Lloyd, trimmed (1997), the authors' quantile trim, gap-trimmed and robust k-means.
 
@@ -82,7 +82,7 @@ def outlier_experiment(rng, n=500, d=2, k=4, outlier_fraction=0.08, n_iter=20, t
     baseline (:func:`quantile_trimmed_kmeans`) trims each cluster at its
     0.95-quantile, whatever the contamination; the gap-trimmed
     and robust methods are run as transformers
-    (:func:`trimmed_kmeans_transformer` with threshold ``t``,
+    (:func:`trimmed_kmeans_transformer` with ``threshold``,
     :func:`robust_kmeans_transformer` with ``a``).
 
     Parameters
@@ -91,7 +91,8 @@ def outlier_experiment(rng, n=500, d=2, k=4, outlier_fraction=0.08, n_iter=20, t
     n, d, k, outlier_fraction :
         As in :func:`contaminated_mixture`.
     n_iter : int
-    t : float
+    threshold : float
+        Of the trimmed transformer.
     a : float
     n_tasks : int
         Number of independent data sets.
@@ -105,14 +106,14 @@ def outlier_experiment(rng, n=500, d=2, k=4, outlier_fraction=0.08, n_iter=20, t
     check_rng(rng)
     n_iter = check_n_steps(n_iter, "n_iter")
     n_tasks = check_k(n_tasks, None, name="n_tasks")
-    t, a = check_positive(t, "t"), check_positive(a, "a")
+    t, a = check_positive(threshold, "threshold"), check_positive(a, "a")
     gap_model, robust_model = trimmed_kmeans_transformer(d, k, t), robust_kmeans_transformer(d, k, a)
     methods = {
         "Lloyd": lambda X, init: lloyd(X, init, n_iter),
         f"trimmed (1997, alpha={outlier_fraction:g})": lambda X, init: trimmed_kmeans(X, init, n_iter,
                                                                                       outlier_fraction),
         "quantile-trimmed (authors' baseline, q=0.95)": lambda X, init: quantile_trimmed_kmeans(X, init, n_iter),
-        f"gap-trimmed transformer (t={t:g})": lambda X, init: gap_model.run(X, init, n_iter),
+        f"gap-trimmed transformer (threshold={t:g})": lambda X, init: gap_model.run(X, init, n_iter),
         f"robust transformer (a={a:g})": lambda X, init: robust_model.run(X, init, n_iter),
     }
     errors = {name: np.empty(n_tasks) for name in methods}

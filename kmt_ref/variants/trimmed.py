@@ -185,14 +185,15 @@ def quantile_trimmed_kmeans(X, init, n_iter, quantile=0.95, empty_cluster="globa
     return Trajectory(centers=centers, labels=labels)
 
 
-def gap_keep(r, t):
+def gap_keep(r, threshold):
     """Which candidates the gap rule keeps: ``sum_l [r_i - r_l]_+ <= t``.
 
     Parameters
     ----------
     r : ndarray, shape (m,)
         Squared distances of the candidates to their center.
-    t : float
+    threshold : float
+        ``t``.
 
     Returns
     -------
@@ -201,10 +202,10 @@ def gap_keep(r, t):
     # sorted ascending, the gap of the s-th point is s r_(s) - (r_(1) + ... + r_(s))
     rs = np.sort(r)
     gaps = np.arange(1, rs.size + 1) * rs - np.cumsum(rs)
-    return r <= rs[np.sum(gaps <= t) - 1]
+    return r <= rs[np.sum(gaps <= threshold) - 1]
 
 
-def gap_trimmed_kmeans(X, init, n_iter, t):
+def gap_trimmed_kmeans(X, init, n_iter, threshold):
     """Per-cluster gap-trimmed k-means: the rule norm-max attention realizes.
 
     Each iteration assigns every point to its nearest center (lowest index at
@@ -218,15 +219,15 @@ def gap_trimmed_kmeans(X, init, n_iter, t):
     X : array_like, shape (n, d)
     init : array_like, shape (k, d)
     n_iter : int
-    t : float
-        Trimming threshold, ``> 0``, in units of squared distance.
+    threshold : float
+        The trimming threshold ``t``, ``> 0``, in units of squared distance.
 
     Returns
     -------
     Trajectory
     """
     X, C, n_iter = check_problem(X, init, n_iter)
-    t = check_positive(t, "t")
+    t = check_positive(threshold, "threshold")
     centers = np.empty((n_iter + 1,) + C.shape)
     labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
     centers[0] = C
@@ -240,19 +241,19 @@ def gap_trimmed_kmeans(X, init, n_iter, t):
     return Trajectory(centers=centers, labels=labels)
 
 
-def trimmed_kmeans_transformer(d, k, t, separation=1e4):
+def trimmed_kmeans_transformer(d, k, threshold, separation=1e4):
     """Theorem 2.1 with inf-norm normmax attention in CAC: :func:`gap_trimmed_kmeans`.
 
     Changed block: CAC only. Euclidean score with ``Wq = Wk = sqrt(G) P_y +
     P_x`` (Theorem 2.1 has ``P_y``), ``Wv = P_x`` unchanged, normalizer
-    ``"normmax_inf"`` with parameter ``t``, ``gamma = 1``. CAX is hardmax,
+    ``"normmax_inf"`` with parameter ``threshold``, ``gamma = 1``. CAX is hardmax,
     SAX and SAC identity (the validated configuration of Theorem 2.1).
 
     Parameters
     ----------
     d, k : int
-    t : float
-        Trimming threshold (``> 0``), as in :func:`gap_trimmed_kmeans`.
+    threshold : float
+        The trimming threshold ``t`` (``> 0``), as in :func:`gap_trimmed_kmeans`.
     separation : float
         ``G``: exactness needs every non-empty cluster to have a member within
         squared distance ``2G - t`` of its center.
@@ -263,14 +264,14 @@ def trimmed_kmeans_transformer(d, k, t, separation=1e4):
     """
     d = check_k(d, None, name="d")
     k = check_k(k, None, name="k")
-    t = check_positive(t, "t")
+    t = check_positive(threshold, "threshold")
     separation = check_positive(separation, "separation")
     return cac_variant(d, k, "normmax_inf", separation, 1.0,
-                       name=f"trimmed k-means (normmax, t={t:g})", params={"t": t})
+                       name=f"trimmed k-means (normmax, threshold={t:g})", params={"threshold": t})
 
 
 register_variant(Variant(
     name="trimmed (normmax)", classical=gap_trimmed_kmeans, transformer=trimmed_kmeans_transformer,
-    parameter="t", values=(0.1, 1.0),
+    parameter="threshold", values=(0.1, 1.0),
     change="CAC: inf-norm normmax attention with threshold t, ids separated by G = 1e4",
 ))
