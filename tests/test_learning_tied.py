@@ -128,3 +128,28 @@ def test_a_checkpoint_written_before_tied_and_n_layers_existed_still_resumes(tmp
     resumed = train(config, path, resume=True, progress=False)
     fresh = train(config, progress=False)
     np.testing.assert_array_equal(resumed.theta, fresh.theta)
+
+
+def test_nearest_tied_model_is_a_projection():
+    config = ModelConfig(3, 4)
+    theta = init_params(config, np.random.default_rng(7))
+    phi, tied = tie(theta, config, nearest=True)
+    # the nearest tied model, written back as an untied one, is exactly tied: tie finds the same pieces
+    s = np.sqrt(config.gamma / tied.gamma)
+    untied_theta = []
+    for p in unflatten(phi, tied).values():
+        for w, m in p.items():
+            untied_theta.append(np.ravel(m / s if w in ("Wq", "Wk", "bq", "bk") else m))
+    again, _ = tie(np.concatenate(untied_theta), config)
+    np.testing.assert_allclose(again, phi, rtol=1e-12, atol=1e-15)
+
+
+def test_id_structure_is_one_for_tied_maps_and_small_for_random_ones():
+    from kmt_ref.learning.model import id_structure
+
+    built, config = params_from_transformer(lloyd_transformer(3, 4, gamma=20.0, config="faithful"))
+    assert set(id_structure(built, config).values()) == {1.0}
+    config = ModelConfig(32, 10)
+    shares = id_structure(init_params(config, np.random.default_rng(8)), config)
+    # a random matrix keeps about (2d + 2) / (2dk + k^2) = 66 / 740 of its id-touching energy
+    assert 0.03 < np.median(list(shares.values())) < 0.2

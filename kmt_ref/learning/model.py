@@ -48,6 +48,7 @@ __all__ = [
     "init_params",
     "unflatten",
     "tie",
+    "id_structure",
     "blocks_from_params",
     "forward",
     "run_steps",
@@ -172,7 +173,7 @@ def unflatten(theta, config):
     return out
 
 
-def tie(theta, config):
+def tie(theta, config, nearest=False):
     """The tied parameters of a ``[x | y]`` model whose maps already act alike on every id.
 
     Parameters
@@ -180,37 +181,80 @@ def tie(theta, config):
     theta : ndarray, shape (config.n_params,)
         Parameters of an untied model (``config.tied`` False, tokens ``"d+k"``).
     config : ModelConfig
+    nearest : bool
+        Instead of requiring the tied form, return the nearest tied model in
+        the least-squares sense, matrix by matrix: ``A`` kept, ``v`` the mean
+        column and ``u`` the mean row of the mixed blocks, ``lambda + nu`` the
+        mean diagonal and ``nu`` the mean off-diagonal entry of the id block.
 
     Returns
     -------
     phi : ndarray, shape (tied.n_params,)
     tied : ModelConfig
         ``config`` with ``tied=True``; ``unflatten(phi, tied)`` gives back
-        the matrices of ``theta`` exactly, up to the score factor (``Wq``,
-        ``Wk``, ``bq``, ``bk`` are rescaled from ``1/sqrt(d + k)`` to ``1/sqrt(d)``).
+        the matrices of ``theta`` exactly (unless ``nearest``), up to the score
+        factor (``Wq``, ``Wk``, ``bq``, ``bk`` are rescaled from ``1/sqrt(d + k)``
+        to ``1/sqrt(d)``).
 
     Raises
     ------
     ValueError
-        If some matrix is not of the tied form (naming the block and weight).
+        If some matrix is not of the tied form and ``nearest`` is False (naming
+        the block and weight).
     """
     if config.tied or config.tokens != "d+k":
         raise ValueError(f"tie needs an untied 'd+k' model; got config={config}")
+    nearest = check_bool(nearest, "nearest")
     tied = dataclasses.replace(config, tied=True)
     d, k, s = config.d, config.k, np.sqrt(config.gamma / tied.gamma)
+    off = ~np.eye(k, dtype=bool)
     pieces = []
     for bname, params in unflatten(np.asarray(theta, dtype=np.float64), config).items():
         for wname in WEIGHT_NAMES:
             M = params[wname] * (s if wname in ("Wq", "Wk", "bq", "bk") else 1.0)
             if wname.startswith("W"):
-                nu = M[d + 1, d] if k > 1 else 0.0
-                piece = np.concatenate([M[:d, :d].ravel(), M[d, :d], M[:d, d], [M[d, d] - nu, nu]])
+                Y = M[d:, d:]
+                if nearest:
+                    nu = float(np.mean(Y[off])) if k > 1 else 0.0
+                    lam = float(np.mean(np.diag(Y))) - nu
+                    piece = np.concatenate([M[:d, :d].ravel(), M[d:, :d].mean(axis=0), M[:d, d:].mean(axis=1),
+                                            [lam, nu]])
+                else:
+                    nu = Y[1, 0] if k > 1 else 0.0
+                    piece = np.concatenate([M[:d, :d].ravel(), M[d, :d], M[:d, d], [Y[0, 0] - nu, nu]])
             else:
-                piece = np.concatenate([M[:d], [M[d]]])
-            if not np.array_equal(_untie(piece, d, k), M):
+                piece = np.concatenate([M[:d], [np.mean(M[d:]) if nearest else M[d]]])
+            if not nearest and not np.array_equal(_untie(piece, d, k), M):
                 raise ValueError(f"{bname}.{wname} does not act alike on every cluster id: not of the tied form")
             pieces.append(piece)
     return np.concatenate(pieces), tied
+
+
+def id_structure(theta, config):
+    """How far each map of an untied ``[x | y]`` model is from acting alike on every id.
+
+    Returns
+    -------
+    dict
+        ``{"CAX.Wq": fraction, ...}``: the share of the squared norm of the
+        matrix's id-touching entries (every entry outside the ``(x, x)``
+        block) that the nearest tied matrix (``tie(..., nearest=True)``)
+        keeps; 1 for a tied matrix (and for one without such entries).
+    """
+    phi, tied = tie(theta, config, nearest=True)
+    d = config.d
+    ours, near = unflatten(np.asarray(theta, dtype=np.float64), config), unflatten(phi, tied)
+    s = np.sqrt(config.gamma / tied.gamma)
+    out = {}
+    for bname in BLOCK_NAMES:
+        for wname in ("Wq", "Wk", "Wv"):
+            M = ours[bname][wname] * (s if wname != "Wv" else 1.0)
+            mask = np.ones(M.shape, dtype=bool)
+            mask[:d, :d] = False
+            total = float(np.sum(M[mask] ** 2))
+            lost = float(np.sum((M - near[bname][wname])[mask] ** 2))
+            out[f"{bname}.{wname}"] = 1.0 if total == 0 else 1.0 - lost / total
+    return out
 
 
 def blocks_from_params(theta, config):
