@@ -17,7 +17,9 @@ name                n      d   k
 scaled to ``[0, 1]`` per coordinate (:func:`minmax_scale`); the learned layer,
 trained at ``d = 32``, needs the data brought to its width
 (:func:`to_width`). :func:`adjusted_rand_index` compares a clustering with
-the classes.
+the classes; :func:`separation_ratio` says how far apart the classes are
+and :func:`spread_classes` moves them apart (a diagnostic: it uses the
+classes).
 """
 
 import gzip
@@ -25,9 +27,10 @@ import os
 
 import numpy as np
 
-from ._validation import check_data, check_int
+from ._validation import check_data, check_int, check_positive
 
-__all__ = ["DATASETS", "load_dataset", "minmax_scale", "to_width", "adjusted_rand_index"]
+__all__ = ["DATASETS", "load_dataset", "minmax_scale", "to_width", "adjusted_rand_index", "separation_ratio",
+           "spread_classes"]
 
 _DIR = os.path.join(os.path.dirname(__file__), "data", "real")
 
@@ -143,3 +146,67 @@ def adjusted_rand_index(labels_true, labels_pred):
     if top == expected:
         return 1.0
     return float((sum_ij - expected) / (top - expected))
+
+
+def _class_means(X, labels):
+    classes, index = np.unique(labels, return_inverse=True)
+    counts = np.bincount(index)
+    means = np.zeros((classes.size, X.shape[1]))
+    np.add.at(means, index, X)
+    return means / counts[:, None], index
+
+
+def separation_ratio(X, labels):
+    """How far apart the classes are, relative to their spread.
+
+    The mean over pairs of classes of ``||m_a - m_b||^2``, divided by twice
+    the mean squared distance of a point to its class mean (the expected
+    squared distance between two points of one class). About 8.6 for the
+    training tasks of the learned layer (d = 32, k = 10, standard deviation
+    0.1, means uniform in the unit cube); below 1 the classes overlap.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    labels : array_like, shape (n,)
+        At least two classes.
+
+    Returns
+    -------
+    float
+    """
+    X = check_data(X)
+    labels = np.asarray(labels)
+    if labels.shape != (X.shape[0],) or np.unique(labels).size < 2:
+        raise ValueError(f"labels must have shape ({X.shape[0]},) and two classes or more; got {labels.shape}")
+    means, index = _class_means(X, labels)
+    within = np.mean(np.sum((X - means[index]) ** 2, axis=1))
+    i, j = np.triu_indices(means.shape[0], 1)
+    return float(np.mean(np.sum((means[i] - means[j]) ** 2, axis=1)) / (2.0 * within))
+
+
+def spread_classes(X, labels, factor):
+    """The data with every class mean moved ``factor`` times as far from the overall mean.
+
+    Each point keeps its offset from its class mean, so the classes' shapes
+    do not change and :func:`separation_ratio` grows by ``factor**2``.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    labels : array_like, shape (n,)
+    factor : float
+        ``> 0``.
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+    """
+    X = check_data(X)
+    factor = check_positive(factor, "factor")
+    labels = np.asarray(labels)
+    if labels.shape != (X.shape[0],):
+        raise ValueError(f"labels must have shape ({X.shape[0]},); got labels.shape={labels.shape}")
+    means, index = _class_means(X, labels)
+    center = X.mean(axis=0)
+    return X + (factor - 1.0) * (means[index] - center)

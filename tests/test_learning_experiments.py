@@ -110,14 +110,19 @@ def test_real_data_checks_the_constructions_and_runs_every_learned_layer(monkeyp
     out = experiments.run_experiment("real-data", "beyond", str(tmp_path), progress=False)
     iris = out["per_dataset"]["iris"]
     assert (iris["n"], iris["d"], iris["k"]) == (150, 4, 3)
-    assert iris["construction"]["inf"]["labels_equal"] and iris["construction"]["inf"]["max_center_deviation"] < 1e-12
-    for g in ("100", "10000"):
-        c = iris["construction"][g]
-        assert c["max_center_deviation"] <= c["certified_bound"]
+    c = iris["construction"]["inf"]
+    assert c["tie_free"] + c["with_ties"] == 3 and c["exact"] == c["tie_free"] and c["max_center_deviation"] < 1e-12
+    for g in ("10000", "1e+06"):
+        assert iris["construction"][g]["bound_holds"] and 0 <= iris["construction"][g]["certified"] <= 3
     # k = 3 = the tiny models' k: the standard layer runs too; breast cancer has k = 2: it does not
     assert {"tied", "d_only", "standard"} <= set(iris) and "standard" not in out["per_dataset"]["breast_cancer"]
     for key in ("lloyd", "tied", "d_only"):
         assert -1 <= iris[key]["ari"] <= 1 and np.isfinite(iris[key]["log_objective"])
+    spread = iris["spread"]["per_factor"]
+    assert iris["spread"]["model"] == "standard" and list(spread) == ["x1", "x2", "x3"]
+    assert spread["x2"]["separation"] == pytest.approx(4 * iris["separation"])
+    assert spread["x1"]["lloyd_log_objective"] == pytest.approx(iris["lloyd"]["log_objective"])
+    assert out["training_separation"] > 1
     assert main(["reproduce", "real-data", "--report", "--results-dir", str(tmp_path)]) == 0
     assert "adjusted Rand index" in capsys.readouterr().out
 
@@ -146,3 +151,16 @@ def test_seeds_option_restricts_the_experiment(tiny, capsys):
     assert main(["reproduce", "weights", "--quick", "--seeds", "1", "--json", "--results-dir", tiny]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["seeds"] == [1] and out["n_seeds"] == 1
+
+
+def test_an_exact_distance_tie_is_detected_and_is_where_hardmax_and_lloyd_part():
+    import kmt_ref
+
+    X = np.array([[0.0], [1.0], [2.0], [2.2]])
+    init = np.array([[0.0], [2.0]])  # the point 1.0 is exactly as near to both centers
+    ref = kmt_ref.lloyd(X, init, 2)
+    assert experiments._has_tie(X, ref.centers)
+    assert not experiments._has_tie(X + np.array([[0.0], [0.01], [0.0], [0.0]]), ref.centers)
+    run = kmt_ref.lloyd_transformer(1, 2).run(X, init, 2)
+    # averaging hardmax splits the tied point between the two centers; Lloyd gives it to the first
+    assert not np.allclose(run.centers[1], ref.centers[1])

@@ -81,3 +81,20 @@ def test_adjusted_rand_index_checks_its_input():
         adjusted_rand_index([0, 1, 1], [0, 1])
     with pytest.raises(ValueError, match=">= 2"):
         adjusted_rand_index([0], [0])
+
+
+def test_separation_ratio_hand_case_and_spread():
+    from kmt_ref.real_data import separation_ratio, spread_classes
+
+    # two classes on the line: means 0 and 4, each point 1 from its mean
+    X = np.array([[-1.0], [1.0], [3.0], [5.0]])
+    labels = np.array([0, 0, 1, 1])
+    assert separation_ratio(X, labels) == pytest.approx(16 / 2)
+    wider = spread_classes(X, labels, 3.0)
+    np.testing.assert_allclose(wider.ravel(), [-5.0, -3.0, 7.0, 9.0])  # means -4 and 8, offsets kept
+    assert separation_ratio(wider, labels) == pytest.approx(9 * 8)
+    np.testing.assert_array_equal(spread_classes(X, labels, 1.0), X)
+    with pytest.raises(ValueError, match="two classes"):
+        separation_ratio(X, np.zeros(4))
+    with pytest.raises(ValueError, match="factor="):
+        spread_classes(X, labels, 0.0)

@@ -148,8 +148,10 @@ def report_text(name, result):
         for key, row in result["per_dataset"].items():
             cells = [f"{row[m]['log_objective']:.3f} / {row[m]['ari']:.2f}" if m in row else "-"
                      for m in ("lloyd", "tied", "d_only", "standard")]
-            exact = row["construction"]["inf"]["labels_equal"]
-            lines.append(f"  {key:<15}{row['k']:>3}" + "".join(f"{c:>15}" for c in cells) + f"{str(exact):>17}")
+            c = row["construction"]["inf"]
+            exact = f"{c['exact']}/{c['tie_free']}"
+            lines.append(f"  {key:<15}{row['k']:>3}" + "".join(f"{c:>15}" for c in cells) + f"{exact:>17}")
+        lines.append("(last column: runs equal to Lloyd at gamma = inf / runs without an exact distance tie)")
     if name == "weights":
         lines.append("data-block diagonal mean of each learned matrix, per seed (construction in brackets):")
         for key, entry in result["per_seed"][0].items():
