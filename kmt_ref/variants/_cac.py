@@ -25,8 +25,9 @@ from ..attention import Block
 from ..geometry import center_distances, nearest_center
 from ..layer import KMeansTransformer
 from ..lloyd_transformer import equation5_weights, lloyd_transformer
+from ..trajectory import Trajectory
 
-__all__ = ["cac_variant", "candidate_update"]
+__all__ = ["cac_variant", "candidate_update", "candidate_iterations"]
 
 
 def cac_variant(d, k, normalizer, separation, distance_weight, name, gamma=1.0, params=None):
@@ -91,3 +92,27 @@ def candidate_update(X, C, weights_of):
         S = members if members.any() else np.ones_like(members)
         new_C[j] = weights_of(D2[S, j]) @ X[S]
     return new_C, labels
+
+
+def candidate_iterations(X, C, n_iter, weights_of):
+    """``n_iter`` rounds of :func:`candidate_update` from centers ``C``: the classical twin's trajectory.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    C : ndarray, shape (k, d)
+    n_iter : int
+    weights_of : callable
+        As in :func:`candidate_update`.
+
+    Returns
+    -------
+    Trajectory
+        ``centers`` (n_iter + 1, k, d), ``labels`` (n_iter, n).
+    """
+    centers = np.empty((n_iter + 1,) + C.shape)
+    labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
+    centers[0] = C
+    for it in range(n_iter):
+        centers[it + 1], labels[it] = candidate_update(X, centers[it], weights_of)
+    return Trajectory(centers=centers, labels=labels)

@@ -41,9 +41,9 @@ import numpy as np
 from .._validation import check_k, check_positive, check_problem
 from ..attention import Normalizer, register_normalizer
 from ..normalizers import entmax15
-from ..trajectory import Trajectory
-from ._cac import cac_variant, candidate_update
+from ._cac import cac_variant, candidate_iterations
 from .registry import EXACT_TOL, Variant, register_variant
+from .robust import robust_rounding_tol
 
 __all__ = ["entmax_kmeans", "entmax_kmeans_transformer"]
 
@@ -78,12 +78,7 @@ def entmax_kmeans(X, init, n_iter, a=0.01):
     X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
     a = check_positive(a, "a")
     eps = a / np.sqrt(X.shape[1])
-    centers = np.empty((n_iter + 1,) + C.shape)
-    labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
-    centers[0] = C
-    for t in range(n_iter):
-        centers[t + 1], labels[t] = candidate_update(X, centers[t], lambda r: entmax15(-eps * r))
-    return Trajectory(centers=centers, labels=labels)
+    return candidate_iterations(X, C, n_iter, lambda r: entmax15(-eps * r))
 
 
 def entmax_kmeans_transformer(d, k, a=0.01):
@@ -110,10 +105,8 @@ def entmax_kmeans_transformer(d, k, a=0.01):
 
 
 def entmax_rounding_tol(X, a):
-    """Float64 allowance: as for sparsemax, doubled (``d p = 2 sqrt(p) d(w - tau)``, ``sqrt(p) <= 1``)."""
-    u = np.finfo(float).eps / 2
-    score_err = 4 * u * (a / np.sqrt(X.shape[1])) * float(np.max(np.sum(X * X, axis=1)))
-    return EXACT_TOL + 4 * X.shape[0] * score_err * float(np.ptp(X))
+    """Float64 allowance: the sparsemax variant's score error, doubled (``d p = 2 sqrt(p) d(w - tau)``, ``p <= 1``)."""
+    return EXACT_TOL + 2.0 * (robust_rounding_tol(X, a) - EXACT_TOL)
 
 
 register_variant(Variant(

@@ -45,8 +45,7 @@ import numpy as np
 
 from .._validation import check_k, check_positive, check_problem
 from ..normalizers import sparsemax
-from ..trajectory import Trajectory
-from ._cac import cac_variant, candidate_update
+from ._cac import cac_variant, candidate_iterations
 from .registry import EXACT_TOL, Variant, register_variant
 
 __all__ = ["robust_kmeans", "robust_kmeans_transformer"]
@@ -78,12 +77,7 @@ def robust_kmeans(X, init, n_iter, a=0.01):
     X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
     a = check_positive(a, "a")
     eps = a / np.sqrt(X.shape[1])
-    centers = np.empty((n_iter + 1,) + C.shape)
-    labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
-    centers[0] = C
-    for t in range(n_iter):
-        centers[t + 1], labels[t] = candidate_update(X, centers[t], lambda r: sparsemax(-eps * r))
-    return Trajectory(centers=centers, labels=labels)
+    return candidate_iterations(X, C, n_iter, lambda r: sparsemax(-eps * r))
 
 
 def robust_kmeans_transformer(d, k, a=0.01):

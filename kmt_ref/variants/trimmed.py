@@ -70,7 +70,7 @@ from .._validation import (
 from ..classical import EMPTY_CLUSTER_POLICIES, _lloyd
 from ..geometry import assigned_squared_distances, nearest_center
 from ..trajectory import Trajectory
-from ._cac import cac_variant, candidate_update
+from ._cac import cac_variant, candidate_iterations
 from .registry import Variant, register_variant
 
 __all__ = ["trimmed_kmeans", "quantile_trimmed_kmeans", "gap_trimmed_kmeans", "gap_keep",
@@ -228,17 +228,12 @@ def gap_trimmed_kmeans(X, init, n_iter, threshold):
     """
     X, C, n_iter = check_problem(X, init, n_iter)
     t = check_positive(threshold, "threshold")
-    centers = np.empty((n_iter + 1,) + C.shape)
-    labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
-    centers[0] = C
 
     def weights_of(r):
         keep = gap_keep(r, t)
         return keep / keep.sum()
 
-    for it in range(n_iter):
-        centers[it + 1], labels[it] = candidate_update(X, centers[it], weights_of)
-    return Trajectory(centers=centers, labels=labels)
+    return candidate_iterations(X, C, n_iter, weights_of)
 
 
 def trimmed_kmeans_transformer(d, k, threshold, separation=1e4):
