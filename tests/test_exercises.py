@@ -172,7 +172,7 @@ WRONG = {
         """
         import numpy as np
 
-        def normmax_inf(scores, t):  # always keeps the top two
+        def normmax_inf(scores, threshold):  # always keeps the top two
             keep = scores >= np.sort(scores, axis=1)[:, -2:-1]
             return keep / keep.sum(axis=1, keepdims=True)
         """,
@@ -197,6 +197,28 @@ WRONG = {
             return np.eye(model.k)
         """,
         ["R", "first difference"],
+    ),
+    "21_untie": (
+        """
+        import numpy as np
+
+        def untie(A, u, v, lam, nu, k):  # u and v swapped
+            ones = np.ones(k)
+            return np.block([[A, np.outer(u, ones)], [np.outer(ones, v), lam * np.eye(k) + nu]])
+        """,
+        ["W", "every column v"],
+    ),
+    "22_adjusted_rand_index": (
+        """
+        import numpy as np
+
+        def adjusted_rand_index(labels_true, labels_pred):  # the plain Rand index: no chance correction
+            a, b = np.asarray(labels_true), np.asarray(labels_pred)
+            same_a, same_b = a[:, None] == a[None], b[:, None] == b[None]
+            n = len(a)
+            return float((np.sum(same_a == same_b) - n) / (n * (n - 1)))
+        """,
+        ["index", "labels_true"],
     ),
 }
 

@@ -2,6 +2,7 @@
 
 from . import (
     attention_checks,
+    beyond_checks,
     certificate_checks,
     learning_checks,
     lloyd_checks,
@@ -26,8 +27,9 @@ CHAPTERS = (
     "Robust k-means from sparsemax attention",
     "Randomized k-medoids from Gumbel attention",
     "Learning a clustering layer",
+    "Beyond the paper",
 )
-_LLOYD, _ATTN, _T21, _T22, _CERT, _SOFT, _SPHERE, _TRIM, _ROBUST, _MEDOIDS, _LEARN = CHAPTERS
+_LLOYD, _ATTN, _T21, _T22, _CERT, _SOFT, _SPHERE, _TRIM, _ROBUST, _MEDOIDS, _LEARN, _BEYOND = CHAPTERS
 
 EXERCISES = tuple(
     Exercise(stem[:2], stem, function, chapter, level, summary, check)
@@ -78,5 +80,9 @@ EXERCISES = tuple(
          "feed the trained layer its own tokens and watch it diverge", learning_checks.check_without_reembedding),
         ("20_assignment_basis", "assignment_basis", _LEARN, "warm-up",
          "read the assignment channel's basis from the weights", learning_checks.check_assignment_basis),
+        ("21_untie", "untie", _BEYOND, "medium",
+         "the full matrix of a tied map, the same at every k", beyond_checks.check_untie),
+        ("22_adjusted_rand_index", "adjusted_rand_index", _BEYOND, "warm-up",
+         "the adjusted Rand index, against counting pairs of points", beyond_checks.check_adjusted_rand_index),
     )
 )
