@@ -20,6 +20,7 @@ __all__ = [
     "check_n_steps",
     "check_positive",
     "check_k",
+    "check_dims",
     "check_fraction",
     "check_int",
     "check_bool",
@@ -150,6 +151,11 @@ def check_k(k, n, name="k"):
     if n is not None and k > n:
         raise ValueError(f"{name} must be <= n={n} (number of points); got {name}={k}")
     return int(k)
+
+
+def check_dims(d, k):
+    """The dimension and number of centers of a construction: two integers ``>= 1``, as ``(d, k)``."""
+    return check_int(d, "d", low=1), check_int(k, "k", low=1)
 
 
 def check_n_steps(value, name):

@@ -110,7 +110,7 @@ distances differ by less than about ``eps ||x||^2``.
 
 import numpy as np
 
-from ._validation import check_choice, check_k, check_positive
+from ._validation import check_choice, check_dims, check_positive
 from .feedforward import FeedForward
 from .layer import KMeansTransformer
 from .lloyd_transformer import assemble_blocks, lloyd_transformer
@@ -219,8 +219,7 @@ def dot_product_lloyd_transformer(d, k, gamma=np.inf, config="validated"):
         Token layout ``[x | y | sqnorm | one]`` of width ``d + k + 2``;
         ``weights["FFN"]`` holds ``W1, b1, W2, b2``.
     """
-    d = check_k(d, None, name="d")
-    k = check_k(k, None, name="k")
+    d, k = check_dims(d, k)
     gamma = check_positive(gamma, "gamma", allow_inf=True)
     check_choice(config, "config", CONFIGS)
     layout = TokenLayout(d, k, LAYOUT_BLOCKS)
@@ -259,8 +258,7 @@ def parameter_counts(d, k):
         ``10 d + 6 k + 5`` non-zeros. Both are ``O(d + k)``, below the input
         size ``O(d (n + k))``.
     """
-    d = check_k(d, None, name="d")
-    k = check_k(k, None, name="k")
+    d, k = check_dims(d, k)
     out = {}
     for label, model in (
         ("Theorem 2.1", lloyd_transformer(d, k)),

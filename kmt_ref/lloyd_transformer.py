@@ -52,7 +52,7 @@ What the theorem assumes, and what this code does otherwise:
 
 import numpy as np
 
-from ._validation import check_choice, check_k, check_positive
+from ._validation import check_choice, check_dims, check_positive
 from .attention import Block
 from .layer import KMeansTransformer
 from .tokens import TokenLayout
@@ -139,8 +139,7 @@ def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
     KMeansTransformer
         Token layout ``[x | y]`` of width ``d + k``.
     """
-    d = check_k(d, None, name="d")
-    k = check_k(k, None, name="k")
+    d, k = check_dims(d, k)
     gamma = check_positive(gamma, "gamma", allow_inf=True)
     check_choice(config, "config", CONFIGS)
     layout = TokenLayout(d, k, ("x", "y"))

@@ -235,8 +235,8 @@ def test_parameter_and_nonzero_counts_match_the_closed_forms(d, k):
         (dict(d=2, k=3, gamma=-1.0), r"got gamma=-1.0"),
         (dict(d=2, k=3, gamma=float("nan")), r"got gamma=nan"),
         (dict(d=2, k=3, gamma="big"), r"gamma must be a positive number; got gamma='big'"),
-        (dict(d=0, k=3), r"d must be >= 1; got d=0"),
-        (dict(d=2, k=0), r"k must be >= 1; got k=0"),
+        (dict(d=0, k=3), r"d must be an integer >= 1; got d=0"),
+        (dict(d=2, k=0), r"k must be an integer >= 1; got k=0"),
         (dict(d=2, k=2.0), r"k must be an integer; got k=2.0"),
         (dict(d=2, k=3, config="fast"), r"config must be one of \[.*\]; got config='fast'"),
     ],
@@ -255,7 +255,7 @@ def test_feedforward_rejects_unknown_activations_and_mismatched_shapes():
 
 
 def test_parameter_counts_rejects_bad_sizes():
-    with pytest.raises(ValueError, match=r"d must be >= 1; got d=0"):
+    with pytest.raises(ValueError, match=r"d must be an integer >= 1; got d=0"):
         parameter_counts(0, 3)
 
 

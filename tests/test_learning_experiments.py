@@ -95,10 +95,15 @@ def test_any_k_runs_one_tied_model_at_every_k_beside_per_k_models(monkeypatch, t
 def test_multi_step_trains_through_each_number_of_layers(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(experiments.SCALES, "beyond", TINY)
     monkeypatch.setattr(experiments, "MULTI_STEP", (1, 2))
+    monkeypatch.setattr(experiments, "MULTI_STEP_EVERY", (2,))
     out = experiments.run_experiment("multi-step", "beyond", str(tmp_path), progress=False)
-    assert list(out["per_n_layers"]) == ["T=1", "T=2"]
-    assert out["per_n_layers"]["T=1"]["lloyd"] == out["per_n_layers"]["T=2"]["lloyd"]
+    assert list(out["per_n_layers"]) == ["T=1", "T=2", "T=2, loss on every step"]
+    rows = out["per_n_layers"]
+    assert rows["T=1"]["lloyd"] == rows["T=2"]["lloyd"] == rows["T=2, loss on every step"]["lloyd"]
+    assert [(r["n_layers"], r["loss_on"]) for r in rows.values()] == [(1, "last"), (2, "last"), (2, "every")]
     assert (tmp_path / "beyond-n_layers2" / "dk-seed1.npz").exists()
+    assert (tmp_path / "beyond-loss_on_every-n_layers2" / "dk-seed1.npz").exists()
+    assert rows["T=2"]["learned"] != rows["T=2, loss on every step"]["learned"]
     assert main(["reproduce", "multi-step", "--report", "--results-dir", str(tmp_path)]) == 0
     assert "trained through" in capsys.readouterr().out
 

@@ -87,7 +87,8 @@ def _tiny(**options):
     return config, theta, X, init
 
 
-@pytest.mark.parametrize("options", [dict(tied=True), dict(n_layers=3), dict(tied=True, n_layers=2)])
+@pytest.mark.parametrize("options", [dict(tied=True), dict(n_layers=3), dict(tied=True, n_layers=2),
+                                     dict(n_layers=3, loss_on="every")])
 def test_loss_gradients_pass_check_grads(options):
     config, theta, X, init = _tiny(**options)
     check_grads(lambda th: batch_loss(th, X, init, config), modes=["rev"], order=1)(theta)
@@ -99,6 +100,17 @@ def test_multi_step_gradient_is_the_same_through_the_reference_attention():
     fast, ref = grad(theta, X, init, config, kernels.attend), grad(theta, X, init, config, attention.attend)
     np.testing.assert_allclose(fast[0], ref[0], rtol=1e-12)
     np.testing.assert_allclose(fast[1], ref[1], rtol=1e-9, atol=1e-12)
+
+
+def test_loss_on_every_step_is_the_mean_of_the_losses_after_each_application():
+    from kmt_ref.learning.loss import smoothed_objective
+
+    config, theta, X, init = _tiny(n_layers=3, loss_on="every")
+    by_hand = np.mean([np.mean(smoothed_objective(X, forward(theta, X, init, config.model, n_layers=t), config.tau))
+                       for t in (1, 2, 3)])
+    np.testing.assert_allclose(batch_loss(theta, X, init, config), by_hand, rtol=1e-13)
+    with pytest.raises(ValueError, match="loss_on"):
+        TrainConfig(loss_on="first")
 
 
 def test_multi_step_forward_equals_the_evaluation_loop():
@@ -122,7 +134,7 @@ def test_a_checkpoint_written_before_tied_and_n_layers_existed_still_resumes(tmp
     config = TrainConfig(d=2, k=3, n=16, batch=4, n_steps=20, eval_every=10, val_tasks=8)
     train(config, path, stop_at=10, progress=False)
     arrays, meta = checkpoint.load_checkpoint(path)
-    for field in ("tied", "n_layers"):
+    for field in ("tied", "n_layers", "loss_on"):
         del meta["config"][field]
     checkpoint.save_checkpoint(path, arrays, json.loads(json.dumps(meta)))
     resumed = train(config, path, resume=True, progress=False)

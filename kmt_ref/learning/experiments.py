@@ -69,8 +69,10 @@ SCALES = {
 
 #: Numbers of clusters of the any-k experiment (the models train at the paper's k = 10).
 ANY_K = (5, 10, 16, 25)
-#: Layer applications trained through in the multi-step experiment.
+#: Layer applications trained through in the multi-step experiment (loss on the last application).
 MULTI_STEP = (1, 2, 3)
+#: The same with the loss averaged over every application.
+MULTI_STEP_EVERY = (2, 3)
 
 #: The settings of the paper's training figures: ``{panel: [overrides, ...]}`` (both token layouts each).
 FIGURE_SETTINGS = {
@@ -87,7 +89,7 @@ RESULTS_DIR = os.path.join(COMMITTED_DIR, "learning")
 PAPER_LEARNING = dict(lloyd_log_objective=5.25, learned_log_objective=5.0, d_only_log_objective=5.35)
 
 #: Training options a run may change from its scale's protocol (``train --n ...``).
-OVERRIDABLE = ("n", "d", "k", "tau", "n_steps", "lr", "tied", "n_layers")
+OVERRIDABLE = ("n", "d", "k", "tau", "n_steps", "lr", "tied", "n_layers", "loss_on")
 
 
 def default_results_dir():
@@ -109,7 +111,9 @@ def run_config(scale, tokens="d+k", seed=0, **overrides):
 def run_name(scale, **overrides):
     """The folder of a scale's runs: ``"paper"``, or e.g. ``"paper-k6-tau0.25"``, ``"beyond-tied"`` with overrides."""
     def part(key, value):
-        return (key if value else f"not{key}") if isinstance(value, bool) else f"{key}{value:g}"
+        if isinstance(value, bool):
+            return key if value else f"not{key}"
+        return f"{key}_{value}" if isinstance(value, str) else f"{key}{value:g}"
     return "-".join([scale] + [part(key, value) for key, value in sorted(overrides.items())])
 
 
@@ -405,18 +409,27 @@ def any_k(scale="beyond", results_dir=None, train_missing=True, progress=True, s
 
 
 def multi_step(scale="beyond", results_dir=None, train_missing=True, progress=True, seeds=None):
-    """Layers trained through T re-embedded applications (T in :data:`MULTI_STEP`), evaluated at 20 steps."""
+    """Layers trained through T re-embedded applications, evaluated at 20 steps.
+
+    ``T`` in :data:`MULTI_STEP` with the loss on the last application's
+    centers, and ``T`` in :data:`MULTI_STEP_EVERY` with the mean loss over
+    every application (``loss_on="every"``). Each row records its ``n_layers``
+    and ``loss_on``.
+    """
     s = SCALES[scale]
-    out = dict(n_layers=list(MULTI_STEP), per_n_layers={})
+    runs = [(T, "last") for T in MULTI_STEP] + [(T, "every") for T in MULTI_STEP_EVERY]
+    out = dict(n_layers=list(MULTI_STEP), n_layers_every=list(MULTI_STEP_EVERY), per_n_layers={})
     lloyd = None
-    for T in MULTI_STEP:
-        models = _models(scale, "d+k", results_dir, train_missing, progress, seeds,
-                         **({} if T == 1 else dict(n_layers=T)))
+    for T, loss_on in runs:
+        overrides = {} if T == 1 else dict(n_layers=T, **({} if loss_on == "last" else dict(loss_on=loss_on)))
+        models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, **overrides)
         m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress)
         if lloyd is not None and not np.array_equal(ll, lloyd):
             raise AssertionError("the models of different T were evaluated on different tasks")
         lloyd = ll
-        out["per_n_layers"][f"T={T}"] = dict(
+        key = f"T={T}" + ("" if loss_on == "last" else ", loss on every step")
+        out["per_n_layers"][key] = dict(
+            n_layers=T, loss_on=loss_on,
             **_status(models), learned=_summary(m), lloyd=_summary(ll),
             lloyd_log_objective=float(np.median(ll[:, -1])),
             learned_log_objective=_finite([np.median(m[:, -1])])[0],

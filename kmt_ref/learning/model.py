@@ -269,7 +269,7 @@ def blocks_from_params(theta, config):
     }
 
 
-def forward(theta, X, init, config, attend=kernels.attend, n_layers=1):
+def forward(theta, X, init, config, attend=kernels.attend, n_layers=1, every_step=False):
     """The layer applied ``n_layers`` times to a batch of tasks, re-embedding between steps: the new centers.
 
     Parameters
@@ -286,23 +286,27 @@ def forward(theta, X, init, config, attend=kernels.attend, n_layers=1):
         Layer applications; before each after the first the center tokens
         are rebuilt from the current centers (as :func:`run_steps` does), by
         a linear map so that ``autograd`` can trace it (multi-step training).
+    every_step : bool
+        Return the centers after every application, not only the last.
 
     Returns
     -------
     ndarray, shape (B, k, d)
-        The ``x`` block of the center tokens after the last layer.
+        The ``x`` block of the center tokens after the last layer; with
+        ``every_step``, a list of ``n_layers`` such arrays.
     """
     X = check_batch(X, init)
     layout, blocks = config.layout, blocks_from_params(theta, config)
     P0, Q = layout.embed(X, init)
     # The center tokens of zero centers: what re-embedding adds to the linear image of the centers.
     _, ids = layout.embed(X[..., :0, :], np.zeros(np.shape(init)))
+    steps = []
     for t in range(n_layers):
         _, Q = transformer_layer(P0, Q, blocks, attend=attend)
-        C = layout.read(Q, "x")
+        steps.append(layout.read(Q, "x"))
         if t + 1 < n_layers:
-            Q = C @ layout.reader("x") + ids
-    return C
+            Q = steps[-1] @ layout.reader("x") + ids
+    return steps if every_step else steps[-1]
 
 
 def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32):

@@ -26,7 +26,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from .. import kernels
-from .._validation import check_bool, check_fraction, check_int, check_k, check_positive
+from .._validation import check_bool, check_choice, check_fraction, check_int, check_k, check_positive
 from .baseline import lloyd_batch
 from .checkpoint import check_checkpoint_dir, load_checkpoint, save_checkpoint, stale_partial_save
 from .loss import kmeans_objectives, smoothed_objective
@@ -34,6 +34,9 @@ from .model import ModelConfig, forward, init_params
 from .optim import AdamState, PlateauState, adam_step, plateau_step
 from .progress import Progress
 from .tasks import check_family, sample_tasks
+
+#: Which applications' centers the multi-step loss looks at.
+LOSS_ON = ("last", "every")
 
 __all__ = ["TrainConfig", "TrainResult", "train", "load_result", "validation_tasks", "batch_loss"]
 
@@ -55,6 +58,9 @@ class TrainConfig:
         Layer applications (re-embedding between them) before the loss is
         taken; the paper trains through one. Validation compares with as many
         Lloyd steps.
+    loss_on : {"last", "every"}
+        With ``n_layers > 1``: the loss of the centers after the last
+        application, or the mean of the losses after every application.
     family, scale, equal_weights, isotropic
         Task distribution (:func:`~kmt_ref.learning.tasks.sample_tasks`).
     tau : float
@@ -81,6 +87,7 @@ class TrainConfig:
     tokens: str = "d+k"
     tied: bool = False
     n_layers: int = 1
+    loss_on: str = "last"
     family: str = "normal"
     scale: float = 0.1
     equal_weights: bool = True
@@ -113,6 +120,7 @@ class TrainConfig:
         if self.lr_factor == 0:
             raise ValueError(f"lr_factor must be in (0, 1); got lr_factor={self.lr_factor}")
         check_family(self.family)
+        check_choice(self.loss_on, "loss_on", LOSS_ON)
         ModelConfig(self.d, self.k, self.tokens, self.tied)  # validates the model options
 
     @property
@@ -166,6 +174,9 @@ def batch_loss(theta, X, init, config, attend=kernels.attend):
 
     ``attend``: the attention implementation (see :func:`~kmt_ref.learning.model.forward`).
     """
+    if config.loss_on == "every":
+        steps = forward(theta, X, init, config.model, attend, n_layers=config.n_layers, every_step=True)
+        return sum(anp.mean(smoothed_objective(X, C, config.tau)) for C in steps) / len(steps)
     centers = forward(theta, X, init, config.model, attend, n_layers=config.n_layers)
     return anp.mean(smoothed_objective(X, centers, config.tau))
 

@@ -38,7 +38,7 @@ the proof needs: with the sparsemax weights' 1, non-members would sit only
 
 import numpy as np
 
-from .._validation import check_k, check_positive, check_problem
+from .._validation import check_dims, check_positive, check_problem
 from ..attention import Normalizer, register_normalizer
 from ..normalizers import entmax15
 from ._cac import cac_variant, candidate_iterations
@@ -98,8 +98,7 @@ def entmax_kmeans_transformer(d, k, a=0.01):
     -------
     KMeansTransformer
     """
-    d = check_k(d, None, name="d")
-    k = check_k(k, None, name="k")
+    d, k = check_dims(d, k)
     a = check_positive(a, "a")
     return cac_variant(d, k, "entmax15", SEPARATION, a / np.sqrt(d), name=f"entmax k-means (entmax-1.5, a={a:g})")
 

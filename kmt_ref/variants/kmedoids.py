@@ -56,7 +56,7 @@ its comparison with :func:`kmedoids` is empirical (book, chapter Variants).
 
 import numpy as np
 
-from .._validation import check_centers, check_data, check_k, check_positive, check_problem, check_rng
+from .._validation import check_centers, check_data, check_dims, check_positive, check_problem, check_rng
 from ..geometry import CHUNK_ELEMENTS, nearest_center, squared_distances
 from ..layer import KMeansTransformer
 from ..trajectory import Trajectory
@@ -237,8 +237,7 @@ def kmedoids_transformer(d, k, temperature=1.0, rng=None, separation=1e3):
     -------
     RandomKMeansTransformer
     """
-    d = check_k(d, None, name="d")
-    k = check_k(k, None, name="k")
+    d, k = check_dims(d, k)
     temperature = check_positive(temperature, "temperature")
     separation = check_positive(separation, "separation")
     if rng is not None:

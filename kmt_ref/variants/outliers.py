@@ -11,7 +11,7 @@ centers and the true means, matched one to one (Hungarian assignment).
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from .._validation import check_centers, check_fraction, check_k, check_n_steps, check_positive, check_rng
+from .._validation import check_centers, check_fraction, check_int, check_n_steps, check_positive, check_rng
 from ..classical import lloyd
 from ..geometry import squared_distances
 from ..tasks import gaussian_mixture
@@ -47,7 +47,7 @@ def contaminated_mixture(rng, n=500, d=2, k=4, outlier_fraction=0.08, scale=0.1)
     """
     check_rng(rng)
     outlier_fraction = check_fraction(outlier_fraction, "outlier_fraction")
-    n_out = int(round(outlier_fraction * check_k(n, None, name="n")))
+    n_out = int(round(outlier_fraction * check_int(n, "n", low=1)))
     X_in, init, means = gaussian_mixture(rng, n - n_out, d, k, scale)
     direction = rng.standard_normal((n_out, d))
     direction /= np.linalg.norm(direction, axis=1, keepdims=True)
@@ -105,7 +105,7 @@ def outlier_experiment(rng, n=500, d=2, k=4, outlier_fraction=0.08, n_iter=20, t
     """
     check_rng(rng)
     n_iter = check_n_steps(n_iter, "n_iter")
-    n_tasks = check_k(n_tasks, None, name="n_tasks")
+    n_tasks = check_int(n_tasks, "n_tasks", low=1)
     t, a = check_positive(threshold, "threshold"), check_positive(a, "a")
     gap_model, robust_model = trimmed_kmeans_transformer(d, k, t), robust_kmeans_transformer(d, k, a)
     methods = {

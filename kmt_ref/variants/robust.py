@@ -43,7 +43,7 @@ which is below 1 for ``a = 0.01`` up to ``d = 10^4``.
 
 import numpy as np
 
-from .._validation import check_k, check_positive, check_problem
+from .._validation import check_dims, check_positive, check_problem
 from ..normalizers import sparsemax
 from ._cac import cac_variant, candidate_iterations
 from .registry import EXACT_TOL, Variant, register_variant
@@ -98,8 +98,7 @@ def robust_kmeans_transformer(d, k, a=0.01):
     -------
     KMeansTransformer
     """
-    d = check_k(d, None, name="d")
-    k = check_k(k, None, name="k")
+    d, k = check_dims(d, k)
     a = check_positive(a, "a")
     return cac_variant(d, k, "sparsemax", 1.0, a / np.sqrt(d), name=f"robust k-means (sparsemax, a={a:g})")
 

@@ -62,8 +62,8 @@ import numpy as np
 
 from .._validation import (
     check_choice,
+    check_dims,
     check_fraction,
-    check_k,
     check_positive,
     check_problem,
 )
@@ -257,8 +257,7 @@ def trimmed_kmeans_transformer(d, k, threshold, separation=1e4):
     -------
     KMeansTransformer
     """
-    d = check_k(d, None, name="d")
-    k = check_k(k, None, name="k")
+    d, k = check_dims(d, k)
     t = check_positive(threshold, "threshold")
     separation = check_positive(separation, "separation")
     return cac_variant(d, k, "normmax_inf", separation, 1.0,
