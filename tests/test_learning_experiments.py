@@ -1,3 +1,4 @@
+import functools
 import json
 import os
 
@@ -59,6 +60,9 @@ def test_training_curves_summarize_every_setting_and_layout_over_seeds(monkeypat
         "tau": [dict(k=3, d=2, tau=1.0), dict(k=3, d=2, tau=0.1)],
         "k": [dict(k=2, d=2, tau=0.1), dict(k=3, d=2, tau=0.1)],  # the second is shared with "tau"
     })
+    # windows of 4 steps, so that the 12 training steps give three loss averages to check
+    monkeypatch.setitem(experiments.EXPERIMENTS, "training-curves",
+                        functools.partial(experiments.training_curves, window=4))
     out = experiments.run_experiment("training-curves", "figures", str(tmp_path), progress=False)
     rows = out["panels"]["tau"] + out["panels"]["k"]
     assert len(rows) == 8 and {r["tokens"] for r in rows} == {"d+k", "d"}
@@ -67,7 +71,8 @@ def test_training_curves_summarize_every_setting_and_layout_over_seeds(monkeypat
         assert r["seeds"] == [0, 1] and len(r["val_ratio_final"]) == 2
         assert len(r["val_ratio"]["median"]) == len(r["val_step"]) == 4  # steps 0, 4, 8, 12
         assert r["val_ratio"]["min"][-1] == min(r["val_ratio_final"])
-        assert len(r["train_loss"]["median"]) == len(r["train_loss_step"]) == 12 // out["window"]
+        assert out["window"] == 4 and r["train_loss_step"] == [4, 8, 12]
+        assert len(r["train_loss"]["median"]) == 3 and r["train_loss"]["min"][0] <= r["train_loss"]["max"][0]
     # 6 distinct (setting, layout) pairs x 2 seeds were trained, not 8 x 2
     assert len(list(tmp_path.rglob("*.npz"))) == 12
     assert main(["reproduce", "training-curves", "--report", "--results-dir", str(tmp_path)]) == 0
