@@ -58,3 +58,21 @@ def test_training_panels_plot_one_row_per_panel_and_a_line_per_setting():
     assert len(fig.axes[1].get_lines()) == 3 + 1  # three settings and the Lloyd line
     labels = [line.get_label() for line in fig.axes[1].get_lines()[:3]]
     assert labels == ["tau=1, [x | y]", "tau=1, [x]", "tau=0.1, [x | y]"]
+
+
+def test_beyond_figures_draw_one_series_per_model_and_a_zero_line():
+    from kmt_ref.plotting.beyond import plot_gap_by_k, plot_real_data
+
+    per_k = {f"k={k}": dict(lloyd_final=[1.0, 2.0], tied_final=[1.5, None], standard_final=[0.5, 1.5])
+             for k in (5, 10)}
+    fig = plot_gap_by_k(per_k, {"tied": "tied", "standard": "standard"})
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["k = 5", "k = 10"]
+    assert len(ax.containers) == 2 and ax.get_legend() is not None
+    row = dict(lloyd=dict(log_objective=1.0, ari=0.5), tied=dict(log_objective=1.4, ari=0.2))
+    fig = plot_real_data({"iris": row, "digits": dict(row, standard=dict(log_objective=1.1, ari=0.4))},
+                         {"tied": "tied", "standard": "standard"})
+    left, right = fig.axes
+    heights = [p.get_height() for p in left.patches]
+    assert np.allclose(sorted(h for h in heights if np.isfinite(h)), [0.1, 0.4, 0.4])  # gaps to Lloyd
+    assert len(right.patches) == 3 * 2  # Lloyd, tied, standard for both data sets (missing: NaN bar)
