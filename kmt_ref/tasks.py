@@ -1,9 +1,32 @@
-"""Random clustering tasks: the paper's Gaussian-mixture data.
+"""Random clustering tasks: the paper's Gaussian-mixture data, one task or a batch.
 
 A task: ``k`` mixture means drawn from ``U[0, 1]^d``; ``n`` points, each from
-a component chosen uniformly, ``N(mean, scale^2 I)`` with ``scale = 0.1``;
-every dimension min-max scaled to ``[0, 1]``; rows randomly permuted; initial
-centers = the first ``k`` points.
+a component chosen with the mixture weights and drawn from the chosen mixture
+*family* with that component's mean and ``scale`` (the paper: ``normal``,
+uniform weights, ``scale = 0.1``); every dimension min-max scaled to
+``[0, 1]``; rows randomly permuted; initial centers = the first ``k`` points
+(or k-means++ seeding).
+
+:func:`gaussian_mixture` draws one such task (and returns its means);
+:func:`sample_tasks` draws a batch, with the families and options of the
+authors' public task sampler (``ctasks.py`` in their repository), each
+coordinate drawn independently from the family with its component's location
+``loc`` and scale ``s``:
+
+* ``normal``: ``loc + s * z`` with ``z ~ N(0, 1)``;
+* ``cauchy``, ``gumbel``, ``laplace``: ``loc + s * t`` with ``t`` standard
+  Cauchy, standard Gumbel (of the maximum) or standard Laplace;
+* ``lognormal``: ``exp(loc + s * z)``, the exponential of a normal with mean
+  ``loc`` and standard deviation ``s`` (skewed and positive);
+* ``equal_weights=False``: mixture weights ``U(0, 1)^k`` normalized to sum 1;
+* ``isotropic=False``: scales ``scale * U(0, 1)``, independent per component
+  and per coordinate.
+
+Only the random streams differ from the authors' (NumPy here, PyTorch there):
+the laws are the same. Both functions draw with one sampler
+(:func:`_draw_mixture`); they differ only in how they draw the permutation
+(``rng.permutation`` for one task, ``argsort`` of uniforms per task for a
+batch), which each keeps so that every committed result stays reproducible.
 
 :func:`figure3_data` also has the authors' own draw of their Figure 3 data,
 made once with PyTorch (``kmt_ref/data/make_figure3.py``) and shipped as
@@ -14,13 +37,74 @@ import os
 
 import numpy as np
 
-from ._validation import check_int, check_k, check_positive, check_rng
+from ._validation import check_bool, check_choice, check_int, check_k, check_positive, check_rng
+from .classical import kmeans_plusplus
 
-__all__ = ["gaussian_mixture", "figure3_data", "FIGURE3_PAPER_LOG_OBJECTIVES"]
+__all__ = ["FAMILIES", "INITS", "gaussian_mixture", "sample_tasks", "initial_centers", "figure3_data",
+           "FIGURE3_PAPER_LOG_OBJECTIVES"]
 
 #: The log objectives after 0..10 layers that the paper's Figure 3 notebook
 #: prints for its hand-built model at gamma = 1e4 on its draw (two decimals).
 FIGURE3_PAPER_LOG_OBJECTIVES = (6.44, 5.78, 5.47, 4.96, 4.69, 4.61, 4.59, 4.59, 4.59, 4.59, 4.59)
+
+
+def _location_scale(noise):
+    def draw(rng, loc, s):
+        return loc + s * getattr(rng, noise)(size=loc.shape)
+
+    return draw
+
+
+def _lognormal(rng, loc, s):
+    return np.exp(loc + s * rng.standard_normal(size=loc.shape))
+
+
+#: Mixture families: ``family -> draw(rng, loc, s)``, one draw per entry of ``loc``.
+FAMILIES = {
+    "normal": _location_scale("standard_normal"),
+    "cauchy": _location_scale("standard_cauchy"),
+    "gumbel": _location_scale("gumbel"),
+    "laplace": _location_scale("laplace"),
+    "lognormal": _lognormal,
+}
+
+#: Initial-center schemes.
+INITS = ("first", "kmeans++")
+
+
+def check_family(family):
+    return check_choice(family, "family", FAMILIES)
+
+
+def check_init(init):
+    return check_choice(init, "init", INITS)
+
+
+def _draw_mixture(rng, n_tasks, n, d, k, family, scale, equal_weights, isotropic):
+    """The sampler behind :func:`gaussian_mixture` and :func:`sample_tasks` (inputs already checked).
+
+    Returns the points ``(n_tasks, n, d)``, min-max scaled per task and
+    dimension and not yet permuted, and the component means ``(n_tasks, k,
+    d)`` in the same scaled coordinates.
+    """
+    B = n_tasks
+    means = rng.uniform(0.0, 1.0, size=(B, k, d))
+    if equal_weights:
+        comp = rng.integers(k, size=(B, n))
+    else:
+        weights = rng.uniform(size=(B, k))
+        cdf = np.cumsum(weights, axis=1) / weights.sum(axis=1, keepdims=True)
+        u = rng.uniform(size=(B, n))
+        # Inverse-CDF sampling, vectorized over tasks; min() guards cdf[-1] < 1 by rounding.
+        comp = np.minimum((u[:, :, None] >= cdf[:, None, :]).sum(axis=2), k - 1)
+    scales = np.full((B, k, 1), scale)
+    if not isotropic:
+        scales = scale * rng.uniform(size=(B, k, d))
+    rows = np.arange(B)[:, None]
+    X = FAMILIES[family](rng, means[rows, comp], np.broadcast_to(scales[rows, comp], (B, n, d)))
+    lo, hi = X.min(axis=1, keepdims=True), X.max(axis=1, keepdims=True)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    return (X - lo) / span, (means - lo) / span
 
 
 def gaussian_mixture(rng, n, d, k, scale=0.1):
@@ -48,15 +132,92 @@ def gaussian_mixture(rng, n, d, k, scale=0.1):
     n = check_k(n, None, name="n")
     k = check_k(k, n)
     scale = check_positive(scale, "scale")
-    means = rng.uniform(0.0, 1.0, size=(k, d))
-    comp = rng.integers(k, size=n)
-    X = means[comp] + scale * rng.standard_normal((n, d))
-    lo, hi = X.min(axis=0), X.max(axis=0)
-    span = np.where(hi > lo, hi - lo, 1.0)
-    X = (X - lo) / span
-    means = (means - lo) / span
-    X = X[rng.permutation(n)]
-    return X, X[:k].copy(), means
+    X, means = _draw_mixture(rng, 1, n, d, k, "normal", scale, True, True)
+    X = X[0][rng.permutation(n)]
+    return X, X[:k].copy(), means[0]
+
+
+def sample_tasks(
+    rng,
+    n_tasks,
+    n,
+    d,
+    k,
+    family="normal",
+    scale=0.1,
+    equal_weights=True,
+    isotropic=True,
+    init="first",
+):
+    """Draw a batch of clustering tasks.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The only source of randomness: the same generator state gives the same
+        batch.
+    n_tasks, n, d, k : int
+        Tasks in the batch, points per task, dimension, components (``k <= n``).
+    family : str
+        Noise family, a key of :data:`FAMILIES`.
+    scale : float
+        Noise scale (standard deviation for ``normal``).
+    equal_weights : bool
+        Components chosen uniformly (True) or with weights ``U(0, 1)^k``
+        normalized to sum 1.
+    isotropic : bool
+        One scale for every component and dimension (True) or
+        ``scale * U(0, 1)`` per component and dimension.
+    init : {"first", "kmeans++"}
+        Initial centers: the first ``k`` (randomly permuted) points, or
+        k-means++ seeding drawn from ``rng``.
+
+    Returns
+    -------
+    X : ndarray, shape (n_tasks, n, d)
+        Points, min-max scaled to ``[0, 1]`` per task and dimension.
+    init : ndarray, shape (n_tasks, k, d)
+        Initial centers.
+    """
+    check_rng(rng)
+    n_tasks = check_k(n_tasks, None, name="n_tasks")
+    n = check_k(n, None, name="n")
+    d = check_k(d, None, name="d")
+    k = check_k(k, n)
+    check_family(family)
+    scale = check_positive(scale, "scale")
+    equal_weights = check_bool(equal_weights, "equal_weights")
+    isotropic = check_bool(isotropic, "isotropic")
+    check_init(init)
+    X, _ = _draw_mixture(rng, n_tasks, n, d, k, family, scale, equal_weights, isotropic)
+    X = X[np.arange(n_tasks)[:, None], np.argsort(rng.uniform(size=(n_tasks, n)), axis=1)]  # permute, per task
+    return X, initial_centers(X, k, init, rng)
+
+
+def initial_centers(X, k, init="first", rng=None):
+    """Initial centers of a batch of tasks.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n_tasks, n, d)
+    k : int
+    init : {"first", "kmeans++"}
+    rng : numpy.random.Generator
+        Needed for ``"kmeans++"``.
+
+    Returns
+    -------
+    ndarray, shape (n_tasks, k, d)
+    """
+    check_init(init)
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 3:
+        raise ValueError(f"X must have shape (n_tasks, n, d); got X.shape={X.shape}")
+    k = check_k(k, X.shape[1])
+    if init == "first":
+        return X[:, :k].copy()
+    check_rng(rng)
+    return np.stack([kmeans_plusplus(Xt, k, rng) for Xt in X])
 
 
 #: Data shipped with the package (its provenance: ``kmt_ref/data/README.md``).

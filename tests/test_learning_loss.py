@@ -4,7 +4,7 @@ import pytest
 from kmt_ref import lloyd
 from kmt_ref.learning.baseline import lloyd_batch
 from kmt_ref.learning.loss import kmeans_objectives, smoothed_objective
-from kmt_ref.learning.tasks import sample_tasks
+from kmt_ref.tasks import sample_tasks
 
 
 def _tasks():

@@ -14,8 +14,8 @@ from kmt_ref.learning.model import (
     to_transformer,
     unflatten,
 )
-from kmt_ref.learning.tasks import sample_tasks
 from kmt_ref.learning.train import TrainConfig, batch_loss
+from kmt_ref.tasks import sample_tasks
 
 
 def test_fused_attention_vjp_passes_check_grads():

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from kmt_ref.learning.tasks import FAMILIES, initial_centers, sample_tasks
+from kmt_ref.tasks import FAMILIES, initial_centers, sample_tasks
 
 
 def test_same_generator_state_gives_the_same_batch():

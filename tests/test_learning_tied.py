@@ -10,8 +10,8 @@ from autograd.test_util import check_grads
 from kmt_ref import attention, kernels, lloyd_transformer
 from kmt_ref.learning import checkpoint
 from kmt_ref.learning.model import ModelConfig, forward, init_params, params_from_transformer, run_steps, tie, unflatten
-from kmt_ref.learning.tasks import sample_tasks
 from kmt_ref.learning.train import TrainConfig, batch_loss, load_result, train
+from kmt_ref.tasks import sample_tasks
 
 
 def test_a_tied_model_has_the_same_number_of_parameters_at_every_k():

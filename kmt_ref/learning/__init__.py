@@ -1,6 +1,6 @@
 """Learning the k-means transformer with autograd.
 
-Modules, in reading order: ``tasks`` (random clustering tasks), ``model`` (the
+Modules, in reading order (the tasks come from :mod:`kmt_ref.tasks`): ``model`` (the
 learnable one-layer transformer, built on :func:`kmt_ref.layer.transformer_layer`),
 ``loss`` (smoothed k-means objective), ``optim`` (Adam, plateau schedule),
 ``checkpoint``, ``progress`` and ``train`` (resumable training), ``baseline``
@@ -9,9 +9,9 @@ learnable one-layer transformer, built on :func:`kmt_ref.layer.transformer_layer
 ``bench`` (step time) and ``verify`` (a ``python -m kmt_ref verify`` section).
 """
 
+from ..tasks import FAMILIES, sample_tasks
 from .loss import kmeans_objectives, smoothed_objective
 from .model import ModelConfig, forward, init_params, params_from_transformer, run_steps, to_transformer
-from .tasks import FAMILIES, sample_tasks
 
 __all__ = [
     "FAMILIES",

@@ -13,8 +13,8 @@ import autograd
 import numpy as np
 
 from .. import attention, kernels
+from ..tasks import sample_tasks
 from .model import init_params
-from .tasks import sample_tasks
 from .train import TrainConfig, batch_loss
 
 __all__ = ["time_training_step", "format_training_step"]

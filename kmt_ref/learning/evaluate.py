@@ -13,10 +13,10 @@ from an independent stream, drawn the same way.
 
 import numpy as np
 
+from ..tasks import sample_tasks
 from .baseline import lloyd_batch
 from .loss import kmeans_objectives
 from .model import run_steps
-from .tasks import sample_tasks
 
 __all__ = ["evaluation_tasks", "log_objective_curve", "model_curve", "lloyd_curve", "summarize"]
 

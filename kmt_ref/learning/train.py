@@ -27,13 +27,13 @@ import numpy as np
 
 from .. import kernels
 from .._validation import check_bool, check_choice, check_fraction, check_int, check_k, check_positive
+from ..tasks import check_family, sample_tasks
 from .baseline import lloyd_batch
 from .checkpoint import check_checkpoint_dir, load_checkpoint, save_checkpoint, stale_partial_save
 from .loss import kmeans_objectives, smoothed_objective
 from .model import ModelConfig, forward, init_params
 from .optim import AdamState, PlateauState, adam_step, plateau_step
 from .progress import Progress
-from .tasks import check_family, sample_tasks
 
 #: Which applications' centers the multi-step loss looks at.
 LOSS_ON = ("last", "every")
@@ -62,7 +62,7 @@ class TrainConfig:
         With ``n_layers > 1``: the loss of the centers after the last
         application, or the mean of the losses after every application.
     family, scale, equal_weights, isotropic
-        Task distribution (:func:`~kmt_ref.learning.tasks.sample_tasks`).
+        Task distribution (:func:`~kmt_ref.tasks.sample_tasks`).
     tau : float
         Temperature of the smoothed loss.
     lr : float
