@@ -177,16 +177,33 @@ def _scalar(value):
     return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
 
 
-def check_problem(X, init, n_steps, name="n_iter"):
+def is_batch(X):
+    """Whether ``X`` is a batch of tasks, an array of shape (B, n, d) (anything else: the
+    one-task checks, which name what is wrong)."""
+    try:
+        return np.ndim(X) == 3
+    except ValueError:  # a ragged nested list
+        return False
+
+
+def check_problem(X, init, n_steps, name="n_iter", batch=False):
     """Validate a clustering problem: data, initial centers (``k <= n``) and a step count.
+
+    ``batch=True`` also accepts a batch of tasks, ``X`` of shape (B, n, d)
+    with ``init`` of shape (B, k, d).
 
     Returns
     -------
-    X : ndarray, shape (n, d)
-    C : ndarray, shape (k, d)
+    X : ndarray, shape (n, d) or (B, n, d)
+    C : ndarray, shape (k, d) or (B, k, d)
         Float64 copies.
     n_steps : int
     """
+    if batch and is_batch(X):
+        X = check_batch(X, init).copy()
+        C = np.array(init, dtype=np.float64)
+        check_k(C.shape[1], X.shape[1], name="k (rows of init)")
+        return X, C, check_n_steps(n_steps, name)
     X = check_data(X)
     C = check_centers(init, X.shape[1])
     check_k(C.shape[0], X.shape[0], name="k (rows of init)")

@@ -16,15 +16,19 @@ __all__ = ["kmeans_objective", "kmeans_plusplus", "lloyd", "EMPTY_CLUSTER_POLICI
 #: What Lloyd's update does with a center that received no point.
 #:
 #: ``"global_mean"``
-#:     The center moves to the mean of all points. This is what the k-means
-#:     transformer does (an empty cluster's center token scores every point
-#:     equally, so its attention is uniform), hence the default.
+#:     The center moves to the mean of all points (of its task). This is what
+#:     the k-means transformer does (an empty cluster's center token scores
+#:     every point equally, so its attention is uniform), hence the default.
 #: ``"keep"``
 #:     The center stays where it was (``scipy.cluster.vq.kmeans2`` with
 #:     ``missing="warn"``).
 #: ``"raise"``
 #:     ``ValueError`` naming the empty cluster and the iteration.
-EMPTY_CLUSTER_POLICIES = ("global_mean", "keep", "raise")
+#: ``"random_point"``
+#:     The center moves to a data point of its task drawn uniformly from
+#:     ``rng``: the rule of the authors' Lloyd baseline. One index per task
+#:     and cluster is drawn at every iteration, empty or not.
+EMPTY_CLUSTER_POLICIES = ("global_mean", "keep", "raise", "random_point")
 
 
 def kmeans_plusplus(X, k, rng):
@@ -62,65 +66,83 @@ def kmeans_plusplus(X, k, rng):
     return X[chosen].copy()
 
 
-def lloyd(X, init, n_iter, empty_cluster="global_mean"):
-    """Lloyd's algorithm for k-means, exactly ``n_iter`` iterations.
+def lloyd(X, init, n_iter, empty_cluster="global_mean", rng=None):
+    """Lloyd's algorithm for k-means, exactly ``n_iter`` iterations, on one task or a batch.
 
     Each iteration assigns every point to its nearest center (ties to the
     lowest index, as ``numpy.argmin``) and moves every center to the mean of
     its points. There is no early stop, so the result always has
-    ``n_iter + 1`` iterates.
+    ``n_iter + 1`` iterates. A batch of tasks is one computation, and each
+    task's numbers are those of running it alone.
 
     Parameters
     ----------
-    X : array_like, shape (n, d)
-        Points as rows.
-    init : array_like, shape (k, d)
+    X : array_like, shape (n, d) or (B, n, d)
+        Points as rows (of each task).
+    init : array_like, shape (k, d) or (B, k, d)
         Initial centers, ``k <= n``.
     n_iter : int
         Number of iterations, ``>= 0``.
-    empty_cluster : {"global_mean", "keep", "raise"}
+    empty_cluster : {"global_mean", "keep", "raise", "random_point"}
         Policy for a center that receives no point; see
         :data:`EMPTY_CLUSTER_POLICIES`. The default matches the k-means
         transformer.
+    rng : numpy.random.Generator, optional
+        Needed for ``"random_point"``.
 
     Returns
     -------
     Trajectory
         ``centers`` of shape (n_iter + 1, k, d), ``labels`` of shape
-        (n_iter, n).
+        (n_iter, n); for a batch (n_iter + 1, B, k, d) and (n_iter, B, n).
 
     Raises
     ------
     ValueError
         On invalid input, or on an empty cluster with ``empty_cluster="raise"``.
     """
-    X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
+    X, C, n_iter = check_problem(X, init, n_iter, "n_iter", batch=True)
     check_choice(empty_cluster, "empty_cluster", EMPTY_CLUSTER_POLICIES)
-    return _lloyd(X, C, n_iter, empty_cluster)
+    if empty_cluster == "random_point":
+        check_rng(rng, "rng", " for empty_cluster='random_point'")
+    return _lloyd(X, C, n_iter, empty_cluster, rng)
 
 
-def _lloyd(X, C, n_iter, empty_cluster):
-    """Trusted kernel of :func:`lloyd`: inputs already validated."""
-    n, k = X.shape[0], C.shape[0]
-    centers = np.empty((n_iter + 1,) + C.shape)
-    labels = np.empty((n_iter, n), dtype=np.intp)
+def _lloyd(X, C, n_iter, empty_cluster, rng=None):
+    """Trusted kernel of :func:`lloyd`: inputs already validated; one task is a batch of one."""
+    batched = X.ndim == 3
+    if not batched:
+        X, C = X[None], C[None]
+    B, n, d = X.shape
+    k = C.shape[1]
+    centers = np.empty((n_iter + 1, B, k, d))
+    labels = np.empty((n_iter, B, n), dtype=np.intp)
     centers[0] = C
+    points = X.reshape(B * n, d)
+    offsets = (np.arange(B) * k)[:, None]  # cluster j of task b is cluster b * k + j of the batch
     for t in range(n_iter):
         lab = nearest_center(X, centers[t])
         labels[t] = lab
-        counts = np.bincount(lab, minlength=k)
-        # (k, n) sparse membership matrix times X: the sum of each cluster's members.
-        members = scipy.sparse.csr_matrix((np.ones(n), lab, np.arange(n + 1)), shape=(n, k)).T
-        sums = members @ X  # (k, d)
+        cluster = (lab + offsets).ravel()
+        counts = np.bincount(cluster, minlength=B * k).reshape(B, k)
+        # (B k, B n) sparse membership matrix times the points: each cluster's sum, its
+        # members added in their order (so a task's sums do not depend on the batch).
+        members = scipy.sparse.csr_matrix((np.ones(B * n), cluster, np.arange(B * n + 1)), shape=(B * n, B * k)).T
+        new = (members @ points).reshape(B, k, d) / np.maximum(counts, 1)[..., None]
         empty = counts == 0
-        new = sums / np.maximum(counts, 1)[:, None]
+        if empty_cluster == "random_point":
+            drawn = X[np.arange(B)[:, None], rng.integers(n, size=(B, k))]  # (B, k, d)
         if empty.any():
             if empty_cluster == "raise":
-                raise ValueError(
-                    f"cluster {int(np.flatnonzero(empty)[0])} is empty at iteration {t} "
-                    "(empty_cluster='raise')"
-                )
-            fill = X.mean(axis=0) if empty_cluster == "global_mean" else centers[t]
-            new[empty] = fill if fill.ndim == 1 else fill[empty]
+                b, j = (int(i) for i in np.argwhere(empty)[0])
+                task = f" of task {b}" if batched else ""
+                raise ValueError(f"cluster {j}{task} is empty at iteration {t} (empty_cluster='raise')")
+            if empty_cluster == "global_mean":
+                fill = np.broadcast_to(X.mean(axis=1)[:, None], (B, k, d))
+            else:
+                fill = centers[t] if empty_cluster == "keep" else drawn
+            new[empty] = fill[empty]
         centers[t + 1] = new
+    if not batched:
+        centers, labels = centers[:, 0], labels[:, 0]
     return Trajectory(centers=centers, labels=labels)

@@ -8,7 +8,7 @@ algorithm are computed from identical numbers.
 import autograd.numpy as anp
 import numpy as np
 
-from ._validation import check_centers, check_data
+from ._validation import check_batch, check_centers, check_data, is_batch
 
 __all__ = ["squared_distances", "center_distances", "nearest_center", "assigned_squared_distances", "kmeans_objective",
            "CHUNK_ELEMENTS"]
@@ -64,24 +64,27 @@ def nearest_center(X, C):
 
     Parameters
     ----------
-    X : ndarray, shape (n, d)
-    C : ndarray, shape (k, d)
+    X : ndarray, shape (n, d) or (B, n, d)
+    C : ndarray, shape (k, d) or (B, k, d)
+        One set of centers per task of a batch.
 
     Returns
     -------
-    labels : ndarray of int, shape (n,)
+    labels : ndarray of int, shape (n,) or (B, n)
     """
-    n, k = X.shape[0], C.shape[0]
-    origin = C[0]
+    n, k = X.shape[-2], C.shape[-2]
+    batch = X.shape[:-2]
+    origin = C[..., :1, :]
     C = C - origin
-    c2 = np.einsum("ij,ij->i", C, C)
-    rows = max(1, CHUNK_ELEMENTS // k)
-    labels = np.empty(n, dtype=np.intp)
+    c2 = np.einsum("...ij,...ij->...i", C, C)[..., None, :]
+    Ct = np.swapaxes(C, -1, -2)
+    rows = max(1, CHUNK_ELEMENTS // (k * max(1, int(np.prod(batch, dtype=int)))))
+    labels = np.empty(batch + (n,), dtype=np.intp)
     for start in range(0, n, rows):
-        s = (X[start : start + rows] - origin) @ C.T  # (rows, k)
+        s = np.matmul(X[..., start : start + rows, :] - origin, Ct)  # (..., rows, k)
         s *= -2.0
         s += c2
-        labels[start : start + rows] = np.argmin(s, axis=1)
+        labels[..., start : start + rows] = np.argmin(s, axis=-1)
     return labels
 
 
@@ -92,17 +95,17 @@ def assigned_squared_distances(X, C, labels):
 
     Parameters
     ----------
-    X : ndarray, shape (n, d)
-    C : ndarray, shape (k, d)
-    labels : ndarray of int, shape (n,)
+    X : ndarray, shape (n, d) or (B, n, d)
+    C : ndarray, shape (k, d) or (B, k, d)
+    labels : ndarray of int, shape (n,) or (B, n)
         Indices into the rows of ``C``, e.g. from :func:`nearest_center`.
 
     Returns
     -------
-    ndarray, shape (n,)
+    ndarray, shape (n,) or (B, n)
     """
-    diff = X - C[labels]  # (n, d)
-    return np.einsum("ij,ij->i", diff, diff)
+    diff = X - np.take_along_axis(C, labels[..., None], axis=-2)  # (..., n, d)
+    return np.einsum("...ij,...ij->...i", diff, diff)
 
 
 def kmeans_objective(X, centers):
@@ -110,13 +113,25 @@ def kmeans_objective(X, centers):
 
     Parameters
     ----------
-    X : array_like, shape (n, d)
-    centers : array_like, shape (k, d)
+    X : array_like, shape (n, d) or (B, n, d)
+    centers : array_like, shape (k, d) or (B, k, d)
 
     Returns
     -------
-    float
+    float, or ndarray of shape (B,) for a batch of tasks
+        For a batch, ``inf`` for a task whose centers are not finite (an
+        evaluation reports a diverged iteration instead of refusing it); one
+        task's centers must be finite.
     """
+    if is_batch(X):
+        X = check_batch(X, centers, "centers", finite_centers=False)
+        C = np.asarray(centers, dtype=float)
+        out = np.full(X.shape[0], np.inf)
+        ok = np.all(np.isfinite(C), axis=(-2, -1))
+        if np.any(ok):
+            Xo, Co = X[ok], C[ok]
+            out[ok] = np.sum(assigned_squared_distances(Xo, Co, nearest_center(Xo, Co)), axis=-1)
+        return out
     X = check_data(X)
     C = check_centers(centers, X.shape[1], name="centers")
     return float(np.sum(assigned_squared_distances(X, C, nearest_center(X, C))))

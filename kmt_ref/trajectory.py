@@ -26,6 +26,10 @@ class Trajectory:
         after each layer (one-hot rows when the layer is exact; fractional at
         ties or at finite ``gamma``). For soft k-means: the responsibilities.
         ``None`` for the other classical algorithms.
+
+    :func:`~kmt_ref.lloyd` on a batch of tasks gives the same with a task
+    axis after the iteration axis: ``centers`` (n_iter + 1, B, k, d),
+    ``labels`` (n_iter, B, n); :meth:`objectives` is then (n_iter + 1, B).
     """
 
     centers: np.ndarray
@@ -50,7 +54,7 @@ class Trajectory:
         return np.mean(1.0 - self.assignments.max(axis=-1) > tol, axis=-1)
 
     def objectives(self, X):
-        """k-means objective of every iterate, shape ``(n_iter + 1,)``."""
+        """k-means objective of every iterate, shape ``(n_iter + 1,)`` (``(n_iter + 1, B)`` for a batch)."""
         return np.array([kmeans_objective(X, C) for C in self.centers])
 
     def log_objectives(self, X):

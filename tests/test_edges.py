@@ -107,8 +107,9 @@ def test_learning_configs_and_samplers_refuse_strings_for_flags_and_accept_numpy
 
 
 def test_learning_functions_refuse_nan_and_mismatched_batches():
+    from kmt_ref import kmeans_objective
     from kmt_ref.learning import ModelConfig, forward, init_params, run_steps
-    from kmt_ref.learning.loss import kmeans_objectives, smoothed_objective
+    from kmt_ref.learning.loss import smoothed_objective
 
     config = ModelConfig(2, 3)
     theta = init_params(config, np.random.default_rng(0))
@@ -117,7 +118,7 @@ def test_learning_functions_refuse_nan_and_mismatched_batches():
     bad_X = X.copy()
     bad_X[1, 2, 0] = np.nan
     for fn in (lambda X, C: forward(theta, X, C, config), lambda X, C: run_steps(theta, X, C, config, 2),
-               lambda X, C: smoothed_objective(X, C, 0.1), kmeans_objectives):
+               lambda X, C: smoothed_objective(X, C, 0.1), kmeans_objective):
         with pytest.raises(ValueError, match="X must be finite"):
             fn(bad_X, init)
         with pytest.raises(ValueError, match="batch size"):
@@ -126,7 +127,7 @@ def test_learning_functions_refuse_nan_and_mismatched_batches():
         run_steps(theta, X, init, config, -1)
     diverged = init.copy()
     diverged[0, 0, 0] = np.inf
-    assert kmeans_objectives(X, diverged)[0] == np.inf  # reported, not refused
+    assert kmeans_objective(X, diverged)[0] == np.inf  # reported, not refused
 
 
 def test_a_gamma_far_too_small_for_the_data_scale_can_be_told_cheaply():

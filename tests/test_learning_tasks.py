@@ -66,12 +66,12 @@ def test_unequal_weights_are_uniform_draws_normalized():
 def test_anisotropic_scales_differ_per_component_and_coordinate():
     # Per-dimension min-max scaling cancels in the ratio of two components'
     # spreads in one coordinate: 1 when isotropic, far from 1 otherwise.
+    from kmt_ref import lloyd
     from kmt_ref.geometry import squared_distances
-    from kmt_ref.learning.baseline import lloyd_batch
 
     def spread_ratios(isotropic):
         X, init = sample_tasks(np.random.default_rng(4), 1, 4000, 4, 2, scale=0.001, isotropic=isotropic)
-        labels = np.argmin(squared_distances(X, lloyd_batch(X, init, 30)[-1]), axis=-1)[0]
+        labels = np.argmin(squared_distances(X, lloyd(X, init, 30).centers[-1]), axis=-1)[0]
         return X[0][labels == 0].std(axis=0) / X[0][labels == 1].std(axis=0)
 
     np.testing.assert_allclose(spread_ratios(True), 1.0, atol=0.1)

@@ -3,14 +3,14 @@
 Modules, in reading order (the tasks come from :mod:`kmt_ref.tasks`): ``model`` (the
 learnable one-layer transformer, built on :func:`kmt_ref.layer.transformer_layer`),
 ``loss`` (smoothed k-means objective), ``optim`` (Adam, plateau schedule),
-``checkpoint``, ``progress`` and ``train`` (resumable training), ``baseline``
-(Lloyd batched over tasks) and ``evaluate`` (multi-step evaluation),
+``checkpoint``, ``progress`` and ``train`` (resumable training) and ``evaluate``
+(multi-step evaluation; Lloyd on batches is :func:`kmt_ref.lloyd` itself),
 ``experiments`` (the paper's experiments, ``python -m kmt_ref reproduce``),
 ``bench`` (step time) and ``verify`` (a ``python -m kmt_ref verify`` section).
 """
 
 from ..tasks import FAMILIES, sample_tasks
-from .loss import kmeans_objectives, smoothed_objective
+from .loss import smoothed_objective
 from .model import ModelConfig, forward, init_params, params_from_transformer, run_steps, to_transformer
 
 __all__ = [
@@ -18,7 +18,6 @@ __all__ = [
     "ModelConfig",
     "forward",
     "init_params",
-    "kmeans_objectives",
     "params_from_transformer",
     "run_steps",
     "sample_tasks",

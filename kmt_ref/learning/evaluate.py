@@ -13,9 +13,9 @@ from an independent stream, drawn the same way.
 
 import numpy as np
 
+from ..classical import lloyd
+from ..geometry import kmeans_objective
 from ..tasks import sample_tasks
-from .baseline import lloyd_batch
-from .loss import kmeans_objectives
 from .model import run_steps
 
 __all__ = ["evaluation_tasks", "log_objective_curve", "model_curve", "lloyd_curve", "summarize"]
@@ -58,7 +58,7 @@ def log_objective_curve(X, centers):
     finite : ndarray, shape (T + 1,)
         Fraction of tasks with finite centers.
     """
-    objs = np.stack([kmeans_objectives(X, C) for C in centers])  # (T + 1, B)
+    objs = np.stack([kmeans_objective(X, C) for C in centers])  # (T + 1, B)
     with np.errstate(divide="ignore"):
         logs = np.log(objs)
     return logs.mean(axis=1), np.isfinite(objs).mean(axis=1)
@@ -71,7 +71,7 @@ def model_curve(theta, model_config, X, init, n_steps, reembed=True):
 
 def lloyd_curve(X, init, n_steps):
     """``log_objective_curve`` of Lloyd's algorithm from the same initial centers."""
-    return log_objective_curve(X, lloyd_batch(X, init, n_steps))
+    return log_objective_curve(X, lloyd(X, init, n_steps).centers)
 
 
 def summarize(curves):

@@ -12,13 +12,12 @@ The batch loss is the mean over tasks (no division by ``n``, no log).
 """
 
 import autograd.numpy as anp
-import numpy as np
 
 from .._validation import check_batch, check_positive
 from ..attention import softmax
 from ..geometry import squared_distances
 
-__all__ = ["smoothed_objective", "kmeans_objectives"]
+__all__ = ["smoothed_objective"]
 
 
 def smoothed_objective(X, centers, tau):
@@ -39,25 +38,3 @@ def smoothed_objective(X, centers, tau):
     tau = check_positive(tau, "tau")
     r = squared_distances(X, centers)  # (B, n, k)
     return anp.sum(softmax(-r / tau) * r, axis=(-2, -1))
-
-
-def kmeans_objectives(X, centers):
-    """k-means objective ``sum_i min_j ||x_i - c_j||^2`` of every task.
-
-    Parameters
-    ----------
-    X : ndarray, shape (B, n, d)
-    centers : ndarray, shape (B, k, d)
-
-    Returns
-    -------
-    ndarray, shape (B,)
-        ``inf`` for a task whose centers are not finite.
-    """
-    X = check_batch(X, centers, "centers", finite_centers=False)
-    centers = np.asarray(centers, dtype=float)
-    out = np.full(X.shape[0], np.inf)
-    ok = np.all(np.isfinite(centers), axis=(-2, -1))
-    if np.any(ok):
-        out[ok] = np.min(squared_distances(X[ok], centers[ok]), axis=-1).sum(axis=-1)
-    return out

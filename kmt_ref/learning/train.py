@@ -27,10 +27,11 @@ import numpy as np
 
 from .. import kernels
 from .._validation import check_bool, check_choice, check_fraction, check_int, check_k, check_positive
+from ..classical import lloyd
+from ..geometry import kmeans_objective
 from ..tasks import check_family, sample_tasks
-from .baseline import lloyd_batch
 from .checkpoint import check_checkpoint_dir, load_checkpoint, save_checkpoint, stale_partial_save
-from .loss import kmeans_objectives, smoothed_objective
+from .loss import smoothed_objective
 from .model import ModelConfig, forward, init_params
 from .optim import AdamState, PlateauState, adam_step, plateau_step
 from .progress import Progress
@@ -166,7 +167,7 @@ def validation_tasks(config):
     """The run's held-out validation tasks and their Lloyd objectives after ``config.n_layers`` steps."""
     _, val_rng, _ = _streams(config.seed)
     X, init = sample_tasks(val_rng, config.val_tasks, **config.task_kwargs())
-    return X, init, kmeans_objectives(X, lloyd_batch(X, init, config.n_layers)[-1])
+    return X, init, kmeans_objective(X, lloyd(X, init, config.n_layers).centers[-1])
 
 
 def batch_loss(theta, X, init, config, attend=kernels.attend):
@@ -189,7 +190,7 @@ def _validate(theta, config, val):
     X, init, lloyd_obj = val
     B = config.batch
     obj = np.concatenate([
-        kmeans_objectives(X[i : i + B], forward(theta, X[i : i + B], init[i : i + B], config.model,
+        kmeans_objective(X[i : i + B], forward(theta, X[i : i + B], init[i : i + B], config.model,
                                                 n_layers=config.n_layers))
         for i in range(0, X.shape[0], B)
     ])
