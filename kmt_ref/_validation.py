@@ -43,6 +43,20 @@ def _describe(value):
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def check_instance(value, name, cls):
+    """Refuse a ``value`` that is not a ``cls`` (a model, a layout, a config ...)."""
+    if not isinstance(value, cls):
+        raise ValueError(f"{name} must be a {cls.__name__}; got {name}={_describe(value)}")
+    return value
+
+
+def check_name(value, name="name"):
+    """Refuse anything but a non-empty string (a registry key)."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty string; got {name}={_describe(value)}")
+    return value
+
+
 def _as_float_matrix(name, value):
     """Convert ``value`` to a fresh float64 2-D array, refusing what cannot be."""
     try:

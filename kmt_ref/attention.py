@@ -45,7 +45,7 @@ from types import MappingProxyType
 import autograd.numpy as anp
 import numpy as np
 
-from ._validation import check_choice, check_rng
+from ._validation import check_choice, check_name, check_rng
 from .geometry import squared_distances
 from .normalizers import gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
 
@@ -180,8 +180,7 @@ def register_normalizer(name, normalizer):
         New key of :data:`NORMALIZERS`.
     normalizer : Normalizer
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string; got name={name!r}")
+    check_name(name)
     if name in NORMALIZERS:
         raise ValueError(f"name={name!r} is already a normalizer; choose another name")
     if not isinstance(normalizer, Normalizer) or not callable(normalizer.fn):

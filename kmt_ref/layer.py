@@ -19,7 +19,7 @@ from types import MappingProxyType
 import numpy as np
 
 from . import kernels
-from ._validation import check_bool, check_centers, check_data, check_k, check_n_steps, check_rng
+from ._validation import check_bool, check_centers, check_data, check_instance, check_k, check_n_steps, check_rng
 from .attention import NORMALIZERS
 from .geometry import nearest_center
 from .tokens import TokenLayout
@@ -126,8 +126,7 @@ class KMeansTransformer:
 
     def __init__(self, layout, blocks, ffn=None, name="k-means transformer", norm=None,
                  translation_invariant=False):
-        if not isinstance(layout, TokenLayout):
-            raise ValueError(f"layout must be a TokenLayout; got layout={layout!r}")
+        check_instance(layout, "layout", TokenLayout)
         missing = [b for b in BLOCK_NAMES if b not in blocks]
         if missing:
             raise ValueError(f"blocks must hold {BLOCK_NAMES}; missing {missing}")

@@ -36,7 +36,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from .. import kernels
-from .._validation import check_batch, check_bool, check_choice, check_int, check_n_steps, check_rng
+from .._validation import check_batch, check_bool, check_choice, check_instance, check_int, check_n_steps, check_rng
 from ..attention import Block
 from ..layer import BLOCK_NAMES, KMeansTransformer, transformer_layer
 from ..tokens import TokenLayout
@@ -380,8 +380,7 @@ def params_from_transformer(model, tied=False):
     config : ModelConfig
     """
     tied = check_bool(tied, "tied")
-    if not isinstance(model, KMeansTransformer):
-        raise ValueError(f"model must be a KMeansTransformer; got model={model!r}")
+    check_instance(model, "model", KMeansTransformer)
     tokens = {v: key for key, v in TOKENS.items()}.get(model.layout.blocks)
     if tokens is None or model.ffn is not None:
         raise ValueError(

@@ -26,7 +26,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from .. import kernels
-from .._validation import check_bool, check_choice, check_fraction, check_int, check_k, check_positive
+from .._validation import check_bool, check_choice, check_fraction, check_instance, check_int, check_k, check_positive
 from ..classical import lloyd
 from ..geometry import kmeans_objective
 from ..tasks import check_family, sample_tasks
@@ -283,8 +283,7 @@ def train(config, checkpoint=None, resume=False, checkpoint_every=None, stop_at=
     -------
     TrainResult
     """
-    if not isinstance(config, TrainConfig):
-        raise ValueError(f"config must be a TrainConfig; got config={config!r}")
+    check_instance(config, "config", TrainConfig)
     every = config.eval_every if checkpoint_every is None else check_k(checkpoint_every, None,
                                                                       name="checkpoint_every")
     if checkpoint is not None:

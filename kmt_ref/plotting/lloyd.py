@@ -8,7 +8,7 @@ show the first two coordinates of the data.
 import numpy as np
 from matplotlib.figure import Figure
 
-from .._validation import check_data
+from .._validation import check_data, check_instance
 from ..layer import BLOCK_NAMES, KMeansTransformer
 from ..trajectory import Trajectory
 
@@ -38,8 +38,7 @@ def _check_trajectories(trajectories):
             f"trajectories must be a non-empty dict {{label: Trajectory}}; got trajectories={trajectories!r}"
         )
     for label, traj in trajectories.items():
-        if not isinstance(traj, Trajectory):
-            raise ValueError(f"trajectories[{label!r}] must be a Trajectory; got {type(traj).__name__}")
+        check_instance(traj, f"trajectories[{label!r}]", Trajectory)
     return trajectories
 
 
@@ -214,8 +213,7 @@ def plot_weights(model, blocks=BLOCK_NAMES):
     -------
     Figure
     """
-    if not isinstance(model, KMeansTransformer):
-        raise ValueError(f"model must be a KMeansTransformer; got {type(model).__name__}")
+    check_instance(model, "model", KMeansTransformer)
     blocks = tuple(blocks)
     unknown = [b for b in blocks if b not in model.blocks]
     if not blocks or unknown:

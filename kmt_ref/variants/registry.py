@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._validation import check_instance, check_name
+
 __all__ = ["Variant", "VARIANTS", "register_variant", "EXACT_TOL"]
 
 #: Tolerance of an "exact" claim: the transformer and its twin agree to rounding.
@@ -72,8 +74,7 @@ class Variant:
     objective_points: Callable | None = None
 
     def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"name must be a non-empty string; got name={self.name!r}")
+        check_name(self.name)
         for field in ("classical", "transformer"):
             if not callable(getattr(self, field)):
                 raise ValueError(f"{field} must be callable; got {field}={getattr(self, field)!r}")
@@ -118,8 +119,7 @@ VARIANTS = {}
 
 def register_variant(variant):
     """Add ``variant`` to :data:`VARIANTS` (a name may be registered once)."""
-    if not isinstance(variant, Variant):
-        raise ValueError(f"variant must be a Variant; got variant={variant!r}")
+    check_instance(variant, "variant", Variant)
     if variant.name in VARIANTS:
         raise ValueError(f"name={variant.name!r} is already a registered variant")
     VARIANTS[variant.name] = variant
