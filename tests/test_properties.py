@@ -41,8 +41,16 @@ def problems(draw, max_n=24, max_d=3):
 
 
 def _clear_nearest(X, centers, rel=1e-9):
-    """Every point's nearest center is unique with a margin (relative to the spread)."""
+    """Every point's nearest center is unique with a margin (relative to the spread).
+
+    The margin is at least what the means' own rounding can move: a center is a sum of raw
+    coordinates, off by about ``n eps |x|``, which next to a spread far smaller than ``|x|``
+    (data at -1e3 spread over 1e-6) is far more than ``rel``; the transformer, which works from
+    a reference point, and Lloyd may then rank a point's two nearest centers differently.
+    """
     span = max(float(np.ptp(X)), 1e-300)
+    with np.errstate(over="ignore"):  # all points equal: span is the 1e-300 floor, every point a tie
+        rel = max(rel, 64 * len(X) * np.finfo(float).eps * np.max(np.abs(X)) / span)
     for C in centers:
         if C.shape[0] < 2:
             continue
