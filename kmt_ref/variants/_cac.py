@@ -21,13 +21,14 @@ same candidate set.
 
 import numpy as np
 
+from .._validation import check_dims, check_positive, check_problem
 from ..attention import Block
 from ..geometry import center_distances, nearest_center
 from ..layer import KMeansTransformer
 from ..lloyd_transformer import equation5_weights, lloyd_transformer
 from ..trajectory import Trajectory
 
-__all__ = ["cac_variant", "candidate_update", "candidate_iterations"]
+__all__ = ["cac_variant", "candidate_update", "candidate_iterations", "sharpness_kmeans", "sharpness_variant"]
 
 
 def cac_variant(d, k, normalizer, separation, distance_weight, name, gamma=1.0, params=None):
@@ -116,3 +117,23 @@ def candidate_iterations(X, C, n_iter, weights_of):
     for it in range(n_iter):
         centers[it + 1], labels[it] = candidate_update(X, centers[it], weights_of)
     return Trajectory(centers=centers, labels=labels)
+
+
+def sharpness_kmeans(X, init, n_iter, a, weights):
+    """The classical side of a variant that weights cluster members by ``weights(-a r / sqrt(d))``.
+
+    ``weights`` maps scores (..., r) to simplex weights (sparsemax, entmax-1.5);
+    ``r`` are the members' squared distances to the old center. Validates the
+    public arguments, so the robust and entmax variants need only name it.
+    """
+    X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
+    a = check_positive(a, "a")
+    eps = a / np.sqrt(X.shape[1])
+    return candidate_iterations(X, C, n_iter, lambda r: weights(-eps * r))
+
+
+def sharpness_variant(d, k, a, normalizer, separation, name):
+    """The transformer side: CAC with ``normalizer``, id weight ``separation``, distance weight ``a / sqrt(d)``."""
+    d, k = check_dims(d, k)
+    a = check_positive(a, "a")
+    return cac_variant(d, k, normalizer, separation, a / np.sqrt(d), name=name(a))

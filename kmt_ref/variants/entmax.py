@@ -36,12 +36,10 @@ the proof needs: with the sparsemax weights' 1, non-members would sit only
 ``1`` below the members in ``w``, less than the ``3/2`` the threshold may fall.)
 """
 
-import numpy as np
 
-from .._validation import check_dims, check_positive, check_problem
 from ..attention import Normalizer, register_normalizer
 from ..normalizers import entmax15
-from ._cac import cac_variant, candidate_iterations
+from ._cac import sharpness_kmeans, sharpness_variant
 from .registry import EXACT_TOL, Variant, register_variant
 from .robust import robust_rounding_tol
 
@@ -75,10 +73,7 @@ def entmax_kmeans(X, init, n_iter, a=0.01):
     Trajectory
         ``centers`` (n_iter + 1, k, d), ``labels`` (n_iter, n).
     """
-    X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
-    a = check_positive(a, "a")
-    eps = a / np.sqrt(X.shape[1])
-    return candidate_iterations(X, C, n_iter, lambda r: entmax15(-eps * r))
+    return sharpness_kmeans(X, init, n_iter, a, entmax15)
 
 
 def entmax_kmeans_transformer(d, k, a=0.01):
@@ -98,9 +93,7 @@ def entmax_kmeans_transformer(d, k, a=0.01):
     -------
     KMeansTransformer
     """
-    d, k = check_dims(d, k)
-    a = check_positive(a, "a")
-    return cac_variant(d, k, "entmax15", SEPARATION, a / np.sqrt(d), name=f"entmax k-means (entmax-1.5, a={a:g})")
+    return sharpness_variant(d, k, a, "entmax15", SEPARATION, lambda a: f"entmax k-means (entmax-1.5, a={a:g})")
 
 
 def entmax_rounding_tol(X, a):

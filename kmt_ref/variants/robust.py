@@ -43,9 +43,8 @@ which is below 1 for ``a = 0.01`` up to ``d = 10^4``.
 
 import numpy as np
 
-from .._validation import check_dims, check_positive, check_problem
 from ..normalizers import sparsemax
-from ._cac import cac_variant, candidate_iterations
+from ._cac import sharpness_kmeans, sharpness_variant
 from .registry import EXACT_TOL, Variant, register_variant
 
 __all__ = ["robust_kmeans", "robust_kmeans_transformer"]
@@ -74,10 +73,7 @@ def robust_kmeans(X, init, n_iter, a=0.01):
     Trajectory
         ``centers`` (n_iter + 1, k, d), ``labels`` (n_iter, n).
     """
-    X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
-    a = check_positive(a, "a")
-    eps = a / np.sqrt(X.shape[1])
-    return candidate_iterations(X, C, n_iter, lambda r: sparsemax(-eps * r))
+    return sharpness_kmeans(X, init, n_iter, a, sparsemax)
 
 
 def robust_kmeans_transformer(d, k, a=0.01):
@@ -98,9 +94,7 @@ def robust_kmeans_transformer(d, k, a=0.01):
     -------
     KMeansTransformer
     """
-    d, k = check_dims(d, k)
-    a = check_positive(a, "a")
-    return cac_variant(d, k, "sparsemax", 1.0, a / np.sqrt(d), name=f"robust k-means (sparsemax, a={a:g})")
+    return sharpness_variant(d, k, a, "sparsemax", 1.0, lambda a: f"robust k-means (sparsemax, a={a:g})")
 
 
 def robust_rounding_tol(X, a):
