@@ -19,7 +19,18 @@ from types import MappingProxyType
 import numpy as np
 
 from . import kernels
-from ._validation import check_bool, check_centers, check_data, check_instance, check_k, check_n_steps, check_rng
+from ._validation import (
+    check_batch,
+    check_bool,
+    check_centers,
+    check_choice,
+    check_data,
+    check_instance,
+    check_k,
+    check_n_steps,
+    check_rng,
+    is_batch,
+)
 from .attention import NORMALIZERS
 from .geometry import nearest_center
 from .tokens import TokenLayout
@@ -188,13 +199,15 @@ class KMeansTransformer:
         extra = "" if self.norm is None else f", norm={self.norm!r}"
         return f"KMeansTransformer({self.name!r}, {self.layout}, {parts}{extra})"
 
-    def run(self, X, init, n_layers, rng=None, reembed=False, warn=False, keep_assignments=True):
+    def run(self, X, init, n_layers, rng=None, reembed=False, warn=False, keep_assignments=True,
+            diverged="raise"):
         """Embed ``X`` and ``init``, apply ``n_layers`` layers, read out centers.
 
         Parameters
         ----------
-        X : array_like, shape (n, d)
-        init : array_like, shape (k, d)
+        X : array_like, shape (n, d) or (B, n, d)
+            One task, or a batch of ``B`` tasks run together.
+        init : array_like, shape (k, d) or (B, k, d)
         n_layers : int
             ``>= 0``.
         rng : numpy.random.Generator, optional
@@ -206,10 +219,17 @@ class KMeansTransformer:
             invariant themselves; the learned model needs it.
         warn : bool
             Warn (``UserWarning``) when, after the last layer, more than 10%
-            of the points have split assignments
+            of the points (of some task) have split assignments
             (:meth:`~kmt_ref.trajectory.Trajectory.split_fraction`): at finite
             ``gamma`` that means ``gamma`` is too small for the data's scale
             (:func:`kmt_ref.min_gamma` says how large it must be).
+        keep_assignments : bool
+            Keep every layer's assignment block (``False``: ``assignments`` is
+            ``None``, and the run holds one layer's tokens only).
+        diverged : {"raise", "return"}
+            What a run whose centers or assignments become non-finite does:
+            raise a ``ValueError`` naming the first such layer, or return the
+            trajectory as it is (an evaluation that reports divergence).
 
         Returns
         -------
@@ -219,41 +239,50 @@ class KMeansTransformer:
             arg-max of the assignment block after each layer (lowest index at
             ties), or the nearest center when the layout has no ``"y"`` block;
             ``assignments`` (n_layers, n, k), the raw assignment blocks, or
-            ``None`` without a ``"y"`` block.
+            ``None`` without a ``"y"`` block. A batch adds a task axis after
+            the layer axis: (n_layers + 1, B, k, d), (n_layers, B, n) and
+            (n_layers, B, n, k); each task's numbers are those of running it alone.
         """
-        X = check_data(X)
-        if X.shape[1] != self.d:
+        batch = is_batch(X)
+        X = check_batch(X, init).copy() if batch else check_data(X)
+        if X.shape[-1] != self.d:
             raise ValueError(
-                f"this model was built for d={self.d}; got X with d={X.shape[1]} "
-                f"(X.shape={X.shape})"
+                f"this model was built for d={self.d}; got X with d={X.shape[-1]} (X.shape={X.shape})"
             )
-        C = check_centers(init, self.d, k=self.k)
-        check_k(self.k, X.shape[0], name="k (rows of init)")
+        if batch:
+            C = np.array(init, dtype=np.float64)
+            if C.shape[1] != self.k:
+                raise ValueError(f"this model was built for k={self.k}; got init.shape={C.shape}")
+        else:
+            C = check_centers(init, self.d, k=self.k)
+        check_k(self.k, X.shape[-2], name="k (rows of init)")
         n_layers = check_n_steps(n_layers, "n_layers")
         if self.needs_rng:
             check_rng(rng, "rng", " (this model is random)")
         reembed = check_bool(reembed, "reembed")
         warn = check_bool(warn, "warn")
         keep = check_bool(keep_assignments, "keep_assignments")
+        diverged = check_choice(diverged, "diverged", ("raise", "return"))
         if not self.translation_invariant:
-            traj, last = self._run(X, C, n_layers, rng, reembed, keep)
+            traj, last = self._run(X, C, n_layers, rng, reembed, keep, diverged)
         else:
             # The lower median is a data value: integer data stay integers, exact ties stay exact.
             # (Column by column: a sorted copy of all of X would double the run's memory.)
-            m = (X.shape[0] - 1) // 2
-            origin = np.array([np.partition(X[:, j], m)[m] for j in range(X.shape[1])])
-            X -= origin  # X is check_data's own copy: moved in place, no second copy
-            moved, last = self._run(X, C - origin, n_layers, rng, reembed, keep)
+            m = (X.shape[-2] - 1) // 2
+            origin = np.stack([np.partition(X[..., j], m, axis=-1)[..., m] for j in range(self.d)], axis=-1)
+            origin = origin[..., None, :]
+            X -= origin  # X is the validated copy: moved in place, no second copy
+            moved, last = self._run(X, C - origin, n_layers, rng, reembed, keep, diverged)
             centers = moved.centers + origin
             centers[0] = C
             traj = Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
         split = None
         if warn and last is not None:
             split = Trajectory(traj.centers[-2:], traj.labels[-1:], last[None]).split_fraction()
-        if split is not None and split[-1] > 0.1:
+        if split is not None and np.max(split[-1]) > 0.1:
             warnings.warn(
-                f"{self.name}: {split[-1]:.0%} of the points have split assignments after the last layer; "
-                "if gamma is finite it is too small for the scale of X (see kmt_ref.min_gamma)",
+                f"{self.name}: {np.max(split[-1]):.0%} of the points have split assignments after the last "
+                "layer; if gamma is finite it is too small for the scale of X (see kmt_ref.min_gamma)",
                 stacklevel=2,
             )
         return traj
@@ -265,40 +294,41 @@ class KMeansTransformer:
             P, Q = self.norm(P), self.norm(Q)
         return P, Q
 
-    def _run(self, X, C, n_layers, rng, reembed, keep):
+    def _run(self, X, C, n_layers, rng, reembed, keep, diverged):
         """Trusted kernel of :meth:`run`: the trajectory, and the last layer's assignment block."""
         layout = self.layout
         has_y = "y" in layout.slices
-        n = X.shape[0]
-        centers = np.empty((n_layers + 1, self.k, self.d))
-        labels = np.empty((n_layers, n), dtype=np.intp)
-        assignments = np.empty((n_layers, n, self.k)) if has_y and keep else None
+        centers = np.empty((n_layers + 1,) + C.shape)
+        labels = np.empty((n_layers,) + X.shape[:-1], dtype=np.intp)
+        assignments = np.empty((n_layers,) + X.shape[:-1] + (self.k,)) if has_y and keep else None
         last, first_bad = None, None
-        P, Q = self._embed(X, C)
-        centers[0] = layout.read(Q, "x")  # = C unless a norm rescaled it
-        for t in range(n_layers):
-            if reembed and t > 0:
-                P, Q = self._embed(X, centers[t])
-            P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng)
-            centers[t + 1] = layout.read(Q, "x")
-            if has_y:
-                last = layout.read(P, "y")
-                if first_bad is None and not np.all(np.isfinite(last)):
-                    first_bad = t
-                if keep:
-                    assignments[t] = last
-                labels[t] = np.argmax(last, axis=1)
-            else:
-                labels[t] = nearest_center(X, centers[t])
-        if not np.all(np.isfinite(centers)):
-            raise ValueError(
-                f"{self.name}: non-finite centers appeared (first at layer "
-                f"{int(np.argmax(~np.isfinite(centers).all(axis=(1, 2))))}); "
-                "the scores overflowed - lower gamma or rescale X"
-            )
-        if first_bad is not None:
-            raise ValueError(
-                f"{self.name}: non-finite assignments appeared (first at layer {first_bad}); "
-                "the scores overflowed - lower gamma or rescale X"
-            )
+        with np.errstate(**({"over": "ignore", "invalid": "ignore"} if diverged == "return" else {})):
+            P, Q = self._embed(X, C)
+            centers[0] = layout.read(Q, "x")  # = C unless a norm rescaled it
+            for t in range(n_layers):
+                if reembed and t > 0:
+                    P, Q = self._embed(X, centers[t])
+                P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng)
+                centers[t + 1] = layout.read(Q, "x")
+                if has_y:
+                    last = layout.read(P, "y")
+                    if first_bad is None and not np.all(np.isfinite(last)):
+                        first_bad = t
+                    if keep:
+                        assignments[t] = last
+                    labels[t] = np.argmax(last, axis=-1)
+                else:
+                    labels[t] = nearest_center(X, centers[t])
+        if diverged == "raise":
+            bad_centers = ~np.isfinite(centers).reshape(n_layers + 1, -1).all(axis=1)
+            if bad_centers.any():
+                raise ValueError(
+                    f"{self.name}: non-finite centers appeared (first at layer {int(np.argmax(bad_centers))}); "
+                    "the scores overflowed - lower gamma or rescale X"
+                )
+            if first_bad is not None:
+                raise ValueError(
+                    f"{self.name}: non-finite assignments appeared (first at layer {first_bad}); "
+                    "the scores overflowed - lower gamma or rescale X"
+                )
         return Trajectory(centers=centers, labels=labels, assignments=assignments), last

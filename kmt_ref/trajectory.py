@@ -27,8 +27,9 @@ class Trajectory:
         ties or at finite ``gamma``). For soft k-means: the responsibilities.
         ``None`` for the other classical algorithms.
 
-    :func:`~kmt_ref.lloyd` on a batch of tasks gives the same with a task
-    axis after the iteration axis: ``centers`` (n_iter + 1, B, k, d),
+    :func:`~kmt_ref.lloyd` and :meth:`KMeansTransformer.run
+    <kmt_ref.layer.KMeansTransformer.run>` on a batch of tasks give the same
+    with a task axis after the iteration axis: ``centers`` (n_iter + 1, B, k, d),
     ``labels`` (n_iter, B, n); :meth:`objectives` is then (n_iter + 1, B).
     """
 

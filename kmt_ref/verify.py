@@ -293,8 +293,8 @@ def learnable_format_rows(quick=False):
     """The learnable parameter formats run hand-built models exactly.
 
     A faithful Theorem 2.1 model (all Euclidean softmax) loaded with
-    :func:`~kmt_ref.learning.model.params_from_transformer` and run by the
-    learned model's batched evaluation (:func:`~kmt_ref.learning.model.run_steps`,
+    :func:`~kmt_ref.learning.model.params_from_transformer` and run as a
+    learned model is evaluated (:func:`~kmt_ref.learning.model.run_steps`,
     with re-embedding) must give the centers of the original
     :meth:`~kmt_ref.layer.KMeansTransformer.run` to rounding, relative to the
     size of the coordinates (the two paths round differently: the hand-built one

@@ -216,3 +216,49 @@ def test_keep_assignments_false_keeps_labels_and_centers_and_still_warns(mixture
         cold.run(X, init, 2, warn=True, keep_assignments=False)
     with pytest.raises(ValueError, match="keep_assignments"):
         model.run(X, init, 1, keep_assignments="no")
+
+
+def _batch_models(d, k):
+    from kmt_ref import dot_product_lloyd_transformer
+    from kmt_ref.learning import ModelConfig, init_params, to_transformer
+
+    learned = {tokens: to_transformer(init_params(ModelConfig(d, k, tokens), np.random.default_rng(3)),
+                                      ModelConfig(d, k, tokens)) for tokens in ("d+k", "d")}
+    return {"validated inf": lloyd_transformer(d, k), "validated 1e4": lloyd_transformer(d, k, 1e4),
+            "faithful 1e2": lloyd_transformer(d, k, 1e2, config="faithful"),
+            "dot product 1e4": dot_product_lloyd_transformer(d, k, 1e4),
+            "learned d+k": learned["d+k"], "learned d": learned["d"]}
+
+
+@pytest.mark.parametrize("reembed", [False, True])
+def test_a_batch_of_tasks_runs_each_task_as_if_alone_bit_for_bit(reembed):
+    d, k, B = 3, 4, 5
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(B, 60, d)) * rng.uniform(0.5, 3, size=(B, 1, 1)) + rng.normal(size=(B, 1, d)) * 1e3
+    init = X[:, :k] + 0.1
+    for name, model in _batch_models(d, k).items():
+        batch = model.run(X, init, 3, reembed=reembed)
+        assert batch.centers.shape == (4, B, k, d) and batch.labels.shape == (3, B, 60), name
+        for b in range(B):
+            alone = model.run(X[b], init[b], 3, reembed=reembed)
+            np.testing.assert_array_equal(batch.centers[:, b], alone.centers, err_msg=name)
+            np.testing.assert_array_equal(batch.labels[:, b], alone.labels, err_msg=name)
+            if alone.assignments is not None:
+                np.testing.assert_array_equal(batch.assignments[:, b], alone.assignments, err_msg=name)
+
+
+def test_a_diverging_run_raises_or_returns_its_non_finite_centers_as_asked():
+    from kmt_ref.learning import ModelConfig, init_params, to_transformer
+
+    config = ModelConfig(2, 3)
+    model = to_transformer(1e3 * init_params(config, np.random.default_rng(0)), config)
+    X = np.random.default_rng(1).normal(size=(2, 20, 2))
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match="non-finite centers appeared"):
+        model.run(X[0], X[0, :3], 30)
+    traj = model.run(X, X[:, :3], 30, diverged="return")
+    finite = np.isfinite(traj.centers).reshape(31, -1).all(axis=1)
+    assert finite[0] and not finite[-1]
+    with pytest.raises(ValueError, match="diverged"):
+        model.run(X, X[:, :3], 1, diverged="ignore")
+    with pytest.raises(ValueError, match="built for k=3"):
+        model.run(X, X[:, :2], 1)

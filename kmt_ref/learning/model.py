@@ -310,7 +310,10 @@ def forward(theta, X, init, config, attend=kernels.attend, n_layers=1, every_ste
 
 
 def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32):
-    """Apply the trained layer ``n_layers`` times to a batch of tasks.
+    """Apply the trained layer ``n_layers`` times to a batch of tasks: the centers.
+
+    :meth:`KMeansTransformer.run <kmt_ref.layer.KMeansTransformer.run>` of
+    :func:`to_transformer`, ``chunk`` tasks at a time.
 
     Parameters
     ----------
@@ -337,22 +340,12 @@ def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32):
     n_layers = check_n_steps(n_layers, "n_layers")
     reembed = check_bool(reembed, "reembed")
     chunk = check_int(chunk, "chunk", low=1)
-    theta = np.asarray(theta)
-    layout, blocks = config.layout, blocks_from_params(theta, config)
-    B = X.shape[0]
+    model = to_transformer(np.asarray(theta), config)
     centers = np.empty((n_layers + 1,) + init.shape)
-    centers[0] = init
-    with np.errstate(over="ignore", invalid="ignore"):
-        for lo in range(0, B, chunk):
-            sl = slice(lo, lo + chunk)
-            if reembed:
-                for t in range(n_layers):
-                    centers[t + 1, sl] = forward(theta, X[sl], centers[t, sl], config)
-                continue
-            P, Q = layout.embed(X[sl], init[sl])
-            for t in range(n_layers):
-                P, Q = transformer_layer(P, Q, blocks)
-                centers[t + 1, sl] = layout.read(Q, "x")
+    for lo in range(0, X.shape[0], chunk):
+        sl = slice(lo, lo + chunk)
+        centers[:, sl] = model.run(X[sl], init[sl], n_layers, reembed=reembed, keep_assignments=False,
+                                   diverged="return").centers
     return centers
 
 

@@ -210,9 +210,9 @@ class RandomKMeansTransformer(KMeansTransformer):
         super().__init__(*args, **kwargs)
         self.rng = rng
 
-    def run(self, X, init, n_layers, rng=None, reembed=False, warn=False):
+    def run(self, X, init, n_layers, rng=None, **options):
         """As :meth:`KMeansTransformer.run`; ``rng`` defaults to the model's Generator."""
-        return super().run(X, init, n_layers, rng=self.rng if rng is None else rng, reembed=reembed, warn=warn)
+        return super().run(X, init, n_layers, rng=self.rng if rng is None else rng, **options)
 
 
 def kmedoids_transformer(d, k, temperature=1.0, rng=None, separation=1e3):

@@ -230,14 +230,13 @@ class BlockRMSNorm:
 class _SphericalTransformer(KMeansTransformer):
     """A :class:`KMeansTransformer` that also refuses zero rows (no direction)."""
 
-    def run(self, X, init, n_layers, rng=None, reembed=False, warn=False):
+    def run(self, X, init, n_layers, rng=None, **options):
         X = check_data(X)
         init = check_centers(init, X.shape[1])
         _check_nonzero_rows(X, "X")
         _check_nonzero_rows(init, "init")
         # Directions are all that matter: keep the normalization's squares in range.
-        return super().run(_rescale_tiny_rows(X), _rescale_tiny_rows(init), n_layers, rng=rng,
-                           reembed=reembed, warn=warn)
+        return super().run(_rescale_tiny_rows(X), _rescale_tiny_rows(init), n_layers, rng=rng, **options)
 
     run.__doc__ = KMeansTransformer.run.__doc__
 
