@@ -15,7 +15,7 @@ from .layer import BLOCK_NAMES, KMeansTransformer, transformer_layer
 from .lloyd_transformer import lloyd_transformer
 from .tasks import figure3_data, gaussian_mixture
 from .tokens import TokenLayout
-from .trajectory import Trajectory
+from .trajectory import Trajectory, iterate
 from .variants.kmedoids import kmedoids, kmedoids_transformer, randomized_kmedoids
 from .variants.robust import robust_kmeans, robust_kmeans_transformer
 from .variants.soft import soft_kmeans, soft_kmeans_transformer
@@ -34,6 +34,7 @@ __all__ = [
     "NORMALIZERS",
     "TokenLayout",
     "Trajectory",
+    "iterate",
     "attend",
     "dot_product_lloyd_transformer",
     "exactness_certificate",

@@ -9,7 +9,7 @@ import scipy.sparse
 
 from ._validation import check_choice, check_data, check_k, check_problem, check_rng
 from .geometry import kmeans_objective, nearest_center
-from .trajectory import Trajectory
+from .trajectory import Trajectory, iterate
 
 __all__ = ["kmeans_objective", "kmeans_plusplus", "lloyd", "EMPTY_CLUSTER_POLICIES"]
 
@@ -115,14 +115,11 @@ def _lloyd(X, C, n_iter, empty_cluster, rng=None):
         X, C = X[None], C[None]
     B, n, d = X.shape
     k = C.shape[1]
-    centers = np.empty((n_iter + 1, B, k, d))
-    labels = np.empty((n_iter, B, n), dtype=np.intp)
-    centers[0] = C
     points = X.reshape(B * n, d)
     offsets = (np.arange(B) * k)[:, None]  # cluster j of task b is cluster b * k + j of the batch
-    for t in range(n_iter):
-        lab = nearest_center(X, centers[t])
-        labels[t] = lab
+
+    def step(C, t):
+        lab = nearest_center(X, C)
         cluster = (lab + offsets).ravel()
         counts = np.bincount(cluster, minlength=B * k).reshape(B, k)
         # (B k, B n) sparse membership matrix times the points: each cluster's sum, its
@@ -140,9 +137,11 @@ def _lloyd(X, C, n_iter, empty_cluster, rng=None):
             if empty_cluster == "global_mean":
                 fill = np.broadcast_to(X.mean(axis=1)[:, None], (B, k, d))
             else:
-                fill = centers[t] if empty_cluster == "keep" else drawn
+                fill = C if empty_cluster == "keep" else drawn
             new[empty] = fill[empty]
-        centers[t + 1] = new
-    if not batched:
-        centers, labels = centers[:, 0], labels[:, 0]
-    return Trajectory(centers=centers, labels=labels)
+        return new, lab
+
+    traj = iterate(step, X, C, n_iter)
+    if batched:
+        return traj
+    return Trajectory(centers=traj.centers[:, 0], labels=traj.labels[:, 0])

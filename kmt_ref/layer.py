@@ -34,7 +34,7 @@ from ._validation import (
 from .attention import NORMALIZERS
 from .geometry import nearest_center
 from .tokens import TokenLayout
-from .trajectory import Trajectory
+from .trajectory import Trajectory, iterate
 
 __all__ = ["BLOCK_NAMES", "transformer_layer", "KMeansTransformer"]
 
@@ -298,29 +298,27 @@ class KMeansTransformer:
         """Trusted kernel of :meth:`run`: the trajectory, and the last layer's assignment block."""
         layout = self.layout
         has_y = "y" in layout.slices
-        centers = np.empty((n_layers + 1,) + C.shape)
-        labels = np.empty((n_layers,) + X.shape[:-1], dtype=np.intp)
-        assignments = np.empty((n_layers,) + X.shape[:-1] + (self.k,)) if has_y and keep else None
-        last, first_bad = None, None
+        P, Q = self._embed(X, C)
+        first_bad = None
+
+        def layer(C, t):
+            nonlocal P, Q, first_bad
+            if reembed and t > 0:
+                P, Q = self._embed(X, C)
+            P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng)
+            if not has_y:
+                return layout.read(Q, "x"), nearest_center(X, C)
+            Y = layout.read(P, "y")
+            if first_bad is None and not np.all(np.isfinite(Y)):
+                first_bad = t
+            return layout.read(Q, "x"), np.argmax(Y, axis=-1), Y
+
         with np.errstate(**({"over": "ignore", "invalid": "ignore"} if diverged == "return" else {})):
-            P, Q = self._embed(X, C)
-            centers[0] = layout.read(Q, "x")  # = C unless a norm rescaled it
-            for t in range(n_layers):
-                if reembed and t > 0:
-                    P, Q = self._embed(X, centers[t])
-                P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng)
-                centers[t + 1] = layout.read(Q, "x")
-                if has_y:
-                    last = layout.read(P, "y")
-                    if first_bad is None and not np.all(np.isfinite(last)):
-                        first_bad = t
-                    if keep:
-                        assignments[t] = last
-                    labels[t] = np.argmax(last, axis=-1)
-                else:
-                    labels[t] = nearest_center(X, centers[t])
+            # centers[0] is the embedded init read back: C unless a norm rescaled it
+            traj = iterate(layer, X, layout.read(Q, "x"), n_layers, keep_assignments=has_y and keep)
+        last = layout.read(P, "y") if has_y and n_layers else None
         if diverged == "raise":
-            bad_centers = ~np.isfinite(centers).reshape(n_layers + 1, -1).all(axis=1)
+            bad_centers = ~np.isfinite(traj.centers).reshape(n_layers + 1, -1).all(axis=1)
             if bad_centers.any():
                 raise ValueError(
                     f"{self.name}: non-finite centers appeared (first at layer {int(np.argmax(bad_centers))}); "
@@ -331,4 +329,4 @@ class KMeansTransformer:
                     f"{self.name}: non-finite assignments appeared (first at layer {first_bad}); "
                     "the scores overflowed - lower gamma or rescale X"
                 )
-        return Trajectory(centers=centers, labels=labels, assignments=assignments), last
+        return traj, last

@@ -1,4 +1,9 @@
-"""The result type shared by every clustering algorithm and transformer."""
+"""The result type shared by every clustering algorithm and transformer, and the loop that builds it.
+
+Every algorithm here is a *step*, one iteration from the current centers;
+:func:`iterate` applies it ``n_iter`` times and records the iterates, for one
+task ``(n, d)`` and a batch ``(B, n, d)`` alike.
+"""
 
 from dataclasses import dataclass
 
@@ -6,7 +11,7 @@ import numpy as np
 
 from .geometry import kmeans_objective
 
-__all__ = ["Trajectory"]
+__all__ = ["Trajectory", "iterate"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +66,37 @@ class Trajectory:
     def log_objectives(self, X):
         """Natural log of :meth:`objectives`, shape ``(n_iter + 1,)``."""
         return np.log(self.objectives(X))
+
+
+def iterate(step, X, C, n_iter, keep_assignments=False):
+    """The :class:`Trajectory` of ``n_iter`` applications of one iteration ``step``.
+
+    Parameters
+    ----------
+    step : callable
+        ``step(C, t) -> (new_C, labels)`` or ``(new_C, labels, assignments)``:
+        iteration ``t`` from centers ``C`` (..., k, d), giving the next
+        centers, the labels (..., n) it assigned against ``C`` and, when
+        ``keep_assignments``, the assignment weights (..., n, k).
+    X : ndarray, shape (n, d) or (B, n, d)
+        The points (only their shape is read).
+    C : ndarray, shape (k, d) or (B, k, d)
+        The initial centers, ``centers[0]``.
+    n_iter : int
+    keep_assignments : bool
+        Record the third output of ``step``.
+
+    Returns
+    -------
+    Trajectory
+    """
+    centers = np.empty((n_iter + 1,) + C.shape)
+    labels = np.empty((n_iter,) + X.shape[:-1], dtype=np.intp)
+    assignments = np.empty((n_iter,) + X.shape[:-1] + C.shape[-2:-1]) if keep_assignments else None
+    centers[0] = C
+    for t in range(n_iter):
+        new, labels[t], *extra = step(centers[t], t)
+        centers[t + 1] = new
+        if keep_assignments:
+            assignments[t] = extra[0]
+    return Trajectory(centers=centers, labels=labels, assignments=assignments)

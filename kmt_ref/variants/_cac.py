@@ -26,7 +26,7 @@ from ..attention import Block
 from ..geometry import center_distances, nearest_center
 from ..layer import KMeansTransformer
 from ..lloyd_transformer import equation5_weights, lloyd_transformer
-from ..trajectory import Trajectory
+from ..trajectory import iterate
 
 __all__ = ["cac_variant", "candidate_update", "candidate_iterations", "sharpness_kmeans", "sharpness_variant"]
 
@@ -111,12 +111,7 @@ def candidate_iterations(X, C, n_iter, weights_of):
     Trajectory
         ``centers`` (n_iter + 1, k, d), ``labels`` (n_iter, n).
     """
-    centers = np.empty((n_iter + 1,) + C.shape)
-    labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
-    centers[0] = C
-    for it in range(n_iter):
-        centers[it + 1], labels[it] = candidate_update(X, centers[it], weights_of)
-    return Trajectory(centers=centers, labels=labels)
+    return iterate(lambda C, t: candidate_update(X, C, weights_of), X, C, n_iter)
 
 
 def sharpness_kmeans(X, init, n_iter, a, weights):

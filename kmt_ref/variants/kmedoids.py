@@ -59,7 +59,7 @@ import numpy as np
 from .._validation import check_centers, check_data, check_dims, check_positive, check_problem, check_rng
 from ..geometry import CHUNK_ELEMENTS, nearest_center, squared_distances
 from ..layer import KMeansTransformer
-from ..trajectory import Trajectory
+from ..trajectory import iterate
 from ._cac import cac_variant
 from .registry import Variant, register_variant
 
@@ -117,18 +117,17 @@ def kmedoids(X, init, n_iter):
         ``labels`` (n_iter, n), the nearest medoid (lowest index at ties).
     """
     X, C, n_iter = _check_inputs(X, init, n_iter)
-    centers = np.empty((n_iter + 1,) + C.shape)
-    labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
-    centers[0] = C
-    for t in range(n_iter):
-        labels[t] = nearest_center(X, centers[t])
-        centers[t + 1] = centers[t]
+
+    def step(C, t):
+        labels, new = nearest_center(X, C), C.copy()
         for j in range(C.shape[0]):
-            members = np.flatnonzero(labels[t] == j)
+            members = np.flatnonzero(labels == j)
             if members.size:
                 # argmin returns the first minimum: the lowest index at ties.
-                centers[t + 1, j] = X[members[np.argmin(_distance_sums(X[members]))]]
-    return Trajectory(centers=centers, labels=labels)
+                new[j] = X[members[np.argmin(_distance_sums(X[members]))]]
+        return new, labels
+
+    return iterate(step, X, C, n_iter)
 
 
 def _candidates(labels, j):
@@ -191,16 +190,15 @@ def randomized_kmedoids(X, init, n_iter, temperature, rng):
     temperature = check_positive(temperature, "temperature")
     check_rng(rng)
     k, n = C.shape[0], X.shape[0]
-    centers = np.empty((n_iter + 1,) + C.shape)
-    labels = np.empty((n_iter, n), dtype=np.intp)
-    centers[0] = C
-    for t in range(n_iter):
-        labels[t] = nearest_center(X, centers[t])
-        noisy = -squared_distances(centers[t], X) / temperature + rng.gumbel(size=(k, n))
+
+    def step(C, t):
+        labels = nearest_center(X, C)
+        noisy = -squared_distances(C, X) / temperature + rng.gumbel(size=(k, n))
         for j in range(k):
-            noisy[j, ~_candidates(labels[t], j)] = -np.inf
-        centers[t + 1] = X[np.argmax(noisy, axis=1)]
-    return Trajectory(centers=centers, labels=labels)
+            noisy[j, ~_candidates(labels, j)] = -np.inf
+        return X[np.argmax(noisy, axis=1)], labels
+
+    return iterate(step, X, C, n_iter)
 
 
 class RandomKMeansTransformer(KMeansTransformer):

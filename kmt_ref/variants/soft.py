@@ -59,7 +59,7 @@ from ..classical import _lloyd
 from ..geometry import center_distances
 from ..layer import KMeansTransformer
 from ..lloyd_transformer import lloyd_transformer
-from ..trajectory import Trajectory
+from ..trajectory import iterate
 from .registry import EXACT_TOL, Variant, register_variant
 
 __all__ = ["soft_kmeans", "soft_kmeans_transformer", "responsibilities", "distance_to_lloyd"]
@@ -113,19 +113,15 @@ def soft_kmeans(X, init, n_iter, beta):
 
 def _soft_kmeans(X, C, n_iter, beta):
     """Trusted kernel of :func:`soft_kmeans`."""
-    n, k = X.shape[0], C.shape[0]
-    centers = np.empty((n_iter + 1,) + C.shape)
-    assignments = np.empty((n_iter, n, k))
-    centers[0] = C
-    for t in range(n_iter):
-        R = responsibilities(X, centers[t], beta)
-        assignments[t] = R
+
+    def step(C, t):
+        R = responsibilities(X, C, beta)
         mass = R.sum(axis=0)  # (k,) total responsibility of each center
         new = (R.T @ X) / np.where(mass > 0, mass, 1.0)[:, None]
         new[mass == 0] = X.mean(axis=0)
-        centers[t + 1] = new
-    labels = np.argmax(assignments, axis=2)
-    return Trajectory(centers=centers, labels=labels, assignments=assignments)
+        return new, np.argmax(R, axis=1), R
+
+    return iterate(step, X, C, n_iter, keep_assignments=True)
 
 
 def soft_kmeans_transformer(d, k, beta):

@@ -77,7 +77,7 @@ from .._validation import check_centers, check_data, check_problem
 from ..layer import KMeansTransformer
 from ..lloyd_transformer import lloyd_transformer
 from ..tokens import TokenLayout
-from ..trajectory import Trajectory
+from ..trajectory import iterate
 from .registry import Variant, register_variant
 
 __all__ = [
@@ -170,20 +170,18 @@ def spherical_kmeans(X, init, n_iter):
 
 def _spherical_kmeans(Xh, C, n_iter):
     """Trusted kernel of :func:`spherical_kmeans`: unit rows already."""
-    n, k = Xh.shape[0], C.shape[0]
-    centers = np.empty((n_iter + 1,) + C.shape)
-    labels = np.empty((n_iter, n), dtype=np.intp)
-    centers[0] = C
-    for t in range(n_iter):
-        lab = np.argmax(Xh @ centers[t].T, axis=1)  # largest cosine, lowest index at ties
-        labels[t] = lab
+    k = C.shape[0]
+
+    def step(C, t):
+        lab = np.argmax(Xh @ C.T, axis=1)  # largest cosine, lowest index at ties
         counts = np.bincount(lab, minlength=k)
         sums = np.zeros((k, Xh.shape[1]))
         np.add.at(sums, lab, Xh)
         means = sums / np.maximum(counts, 1)[:, None]
         means[counts == 0] = Xh.mean(axis=0)
-        centers[t + 1] = normalize_rows(means)
-    return Trajectory(centers=centers, labels=labels)
+        return normalize_rows(means), lab
+
+    return iterate(step, Xh, C, n_iter)
 
 
 class BlockRMSNorm:

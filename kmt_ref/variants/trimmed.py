@@ -69,7 +69,7 @@ from .._validation import (
 )
 from ..classical import EMPTY_CLUSTER_POLICIES, _lloyd
 from ..geometry import assigned_squared_distances, nearest_center
-from ..trajectory import Trajectory
+from ..trajectory import iterate
 from ._cac import cac_variant, candidate_iterations
 from .registry import Variant, register_variant
 
@@ -117,15 +117,14 @@ def trimmed_kmeans(X, init, n_iter, alpha, empty_cluster="global_mean"):
 
 def _trimmed_kmeans(X, C, n_iter, n_keep, empty_cluster):
     """Trusted kernel of :func:`trimmed_kmeans`."""
-    centers = np.empty((n_iter + 1,) + C.shape)
-    labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
-    centers[0] = C
-    for t in range(n_iter):
-        labels[t] = nearest_center(X, centers[t])
-        r = assigned_squared_distances(X, centers[t], labels[t])
+
+    def step(C, t):
+        labels = nearest_center(X, C)
+        r = assigned_squared_distances(X, C, labels)
         kept = np.sort(np.argsort(r, kind="stable")[:n_keep])
-        centers[t + 1] = _lloyd(X[kept], centers[t], 1, empty_cluster).centers[1]
-    return Trajectory(centers=centers, labels=labels)
+        return _lloyd(X[kept], C, 1, empty_cluster).centers[1], labels
+
+    return iterate(step, X, C, n_iter)
 
 
 def quantile_trimmed_kmeans(X, init, n_iter, quantile=0.95, empty_cluster="global_mean"):
@@ -163,12 +162,10 @@ def quantile_trimmed_kmeans(X, init, n_iter, quantile=0.95, empty_cluster="globa
         raise ValueError(f"quantile must be in (0, 1); got quantile={quantile}")
     check_choice(empty_cluster, "empty_cluster", EMPTY_CLUSTER_POLICIES)
     k = C.shape[0]
-    centers = np.empty((n_iter + 1,) + C.shape)
-    labels = np.empty((n_iter, X.shape[0]), dtype=np.intp)
-    centers[0] = C
-    for it in range(n_iter):
-        lab = labels[it] = nearest_center(X, centers[it])
-        r = assigned_squared_distances(X, centers[it], lab)
+
+    def step(C, t):
+        lab = nearest_center(X, C)
+        r = assigned_squared_distances(X, C, lab)
         new = np.empty_like(C)
         empty = np.bincount(lab, minlength=k) == 0
         for j in np.flatnonzero(~empty):
@@ -178,11 +175,12 @@ def quantile_trimmed_kmeans(X, init, n_iter, quantile=0.95, empty_cluster="globa
         if empty.any():
             if empty_cluster == "raise":
                 raise ValueError(
-                    f"cluster {int(np.flatnonzero(empty)[0])} is empty at iteration {it} (empty_cluster='raise')"
+                    f"cluster {int(np.flatnonzero(empty)[0])} is empty at iteration {t} (empty_cluster='raise')"
                 )
-            new[empty] = X.mean(axis=0) if empty_cluster == "global_mean" else centers[it][empty]
-        centers[it + 1] = new
-    return Trajectory(centers=centers, labels=labels)
+            new[empty] = X.mean(axis=0) if empty_cluster == "global_mean" else C[empty]
+        return new, lab
+
+    return iterate(step, X, C, n_iter)
 
 
 def gap_keep(r, threshold):
