@@ -5,8 +5,8 @@ import os
 import subprocess
 import sys
 
-from ._cli import integer_at_least
-from .learning.cli import EXPERIMENT_HELP
+from .programs._cli import integer_at_least
+from .programs.cli import EXPERIMENT_HELP
 
 #: BLAS thread variables pinned for ``verify`` and ``bench`` (read when NumPy loads, hence a child process).
 _THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -57,7 +57,7 @@ def main(argv=None):
     if argv is None:
         argv = sys.argv[1:]
     if argv[:1] == ["train"]:  # all of its options are its own
-        from .learning.cli import train_command
+        from .programs.cli import train_command
 
         return train_command(argv[1:])
     args = parser.parse_args(argv)
@@ -67,7 +67,7 @@ def main(argv=None):
         code = _rerun_with_blas_threads(argv, 1)
         if code is not None:
             return code
-        from .verify import LEGEND, SECTIONS, format_section, run_verification, summary_line, to_json
+        from .programs.verify import LEGEND, SECTIONS, format_section, run_verification, summary_line, to_json
 
         if args.json:
             results = run_verification(quick=args.quick, jobs=args.jobs)
@@ -89,21 +89,21 @@ def main(argv=None):
         code = _rerun_with_blas_threads(argv, args.threads)
         if code is not None:
             return code
-        from .bench import format_bench, run_bench
+        from .programs.bench import format_bench, run_bench
 
         print(f"BLAS threads: {args.threads}")
         print(format_bench(run_bench(repeats=args.repeats, quick=args.quick)))
         return 0
     if args.command == "reproduce":
         if args.experiment == "sweep":
-            from .sweep import reproduce
+            from .programs.sweep import reproduce
 
             return reproduce(args.options)
         if args.experiment == "paper-sweep":
-            from .paper_sweep import reproduce
+            from .programs.paper_sweep import reproduce
 
             return reproduce(args.options)
-        from .learning.cli import reproduce
+        from .programs.cli import reproduce
 
         return reproduce(args.experiment, args.options)
     return 2

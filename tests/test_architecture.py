@@ -58,3 +58,18 @@ def test_no_import_circles():
     # A package's __init__ re-exports its modules; a cycle through it is not a layering problem
     # unless a module imports its own package's __init__, which the test above counts.
     assert cycles == [], "import circles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+#: The tiers above the library: they may import the library, never the other way round.
+ABOVE = ("kmt_ref.programs", "kmt_ref.plotting", "kmt_ref.exercises", "kmt_ref.__main__")
+
+
+def test_the_library_never_imports_the_programs_above_it():
+    graph = import_graph()
+    assert {"kmt_ref.programs.verify", "kmt_ref.programs.experiments", "kmt_ref.layer"} <= set(graph)
+
+    def above(module):
+        return any(module == t or module.startswith(t + ".") for t in ABOVE)
+
+    upward = sorted(f"{m} -> {d}" for m, deps in graph.items() if not above(m) for d in deps if above(d))
+    assert upward == [], "library modules importing programs: " + "; ".join(upward)

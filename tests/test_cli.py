@@ -5,7 +5,7 @@ import json
 import pytest
 
 from kmt_ref.__main__ import main
-from kmt_ref.verify import Row, format_table
+from kmt_ref.programs.verify import Row, format_table
 
 
 def test_verify_quick_exits_zero_and_every_claim_that_should_hold_holds(capfd):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from kmt_ref.__main__ import main
-from kmt_ref.learning import experiments
 from kmt_ref.learning.train import train
+from kmt_ref.programs import experiments
 
 TINY = dict(n_steps=12, seeds=(0, 1), eval_tasks=6, val_tasks=6, n_eval_steps=3, gen_n=(40,),
             train=dict(d=2, k=3, n=24, batch=3, eval_every=4))

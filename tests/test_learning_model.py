@@ -96,7 +96,7 @@ def test_wrong_parameter_vector_raises():
 
 
 def test_training_step_timing_compares_fused_and_generic_gradients():
-    from kmt_ref.learning.bench import format_training_step, time_training_step
+    from kmt_ref.programs.training_bench import format_training_step, time_training_step
 
     res = time_training_step(n=16, d=2, k=3, batch=2, repeats=1)
     assert res["max_grad_difference"] < 1e-9

@@ -180,7 +180,7 @@ def test_run_with_reembedding_is_the_same_for_the_construction(mixture):
 
 
 def test_faithful_layer_runs_at_n_20000_without_an_n_by_n_matrix():
-    from kmt_ref.bench import peak_memory
+    from kmt_ref.programs.bench import peak_memory
 
     rng = np.random.default_rng(0)
     X, init, _ = gaussian_mixture(rng, n=20_000, d=2, k=5)

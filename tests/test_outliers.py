@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kmt_ref.variants.outliers import center_error, contaminated_mixture, outlier_experiment
+from kmt_ref.programs.outliers import center_error, contaminated_mixture, outlier_experiment
 
 
 @pytest.mark.parametrize("fraction", [0.05, 0.1])

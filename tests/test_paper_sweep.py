@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from kmt_ref import paper_sweep as ps
+from kmt_ref.programs import paper_sweep as ps
 
 
 def test_authors_task_has_n_over_k_points_per_center_scaled_to_the_upper_bound():

@@ -48,7 +48,7 @@ def test_writing_into_the_committed_results_is_refused(argv, capsys):
 
 def test_kmt_ref_results_variable_chooses_the_output_directory(tmp_path, monkeypatch):
     monkeypatch.setenv("KMT_REF_RESULTS", str(tmp_path / "mine"))
-    from kmt_ref._results import output_dir
+    from kmt_ref.programs._results import output_dir
 
     assert output_dir() == os.path.abspath(tmp_path / "mine")
 

@@ -161,7 +161,7 @@ def test_soft_and_spherical_figures_are_drawn():
 
 
 def test_verify_section_soft_and_spherical_holds_on_quick_data():
-    from kmt_ref.verify import variant_rows
+    from kmt_ref.programs.verify import variant_rows
 
     rows = variant_rows(quick=True)
     names = {r.construction for r in rows}

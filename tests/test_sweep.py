@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kmt_ref.__main__ import main
-from kmt_ref.sweep import DEFAULT_PATH, GRID, load_sweep, run_sweep
+from kmt_ref.programs.sweep import DEFAULT_PATH, GRID, load_sweep, run_sweep
 
 matplotlib.use("Agg")
 

@@ -125,9 +125,10 @@ def check_name_block(name_block):
 
 def check_without_reembedding(without_reembedding):
     """Exercise 19: the loop without re-embedding, on the committed quick model, and what it does."""
-    from ..learning import experiments, run_steps
+    from ..learning import run_steps
     from ..learning.evaluate import evaluation_tasks, log_objective_curve
     from ..learning.train import load_result
+    from ..programs import experiments
 
     run = load_result(experiments.checkpoint_path("quick", "d+k", 0))
     X, init = evaluation_tasks(run.config, 4, n=128)

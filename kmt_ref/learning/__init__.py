@@ -3,10 +3,10 @@
 Modules, in reading order (the tasks come from :mod:`kmt_ref.tasks`): ``model`` (the
 learnable one-layer transformer, built on :func:`kmt_ref.layer.transformer_layer`),
 ``loss`` (smoothed k-means objective), ``optim`` (Adam, plateau schedule),
-``checkpoint``, ``progress`` and ``train`` (resumable training) and ``evaluate``
-(multi-step evaluation; Lloyd on batches is :func:`kmt_ref.lloyd` itself),
-``experiments`` (the paper's experiments, ``python -m kmt_ref reproduce``),
-``bench`` (step time) and ``verify`` (a ``python -m kmt_ref verify`` section).
+``checkpoint``, ``progress`` and ``train`` (resumable training), ``evaluate``
+(multi-step evaluation; Lloyd on batches is :func:`kmt_ref.lloyd` itself) and
+``analysis`` (attention maps of a trained layer). The experiments that use them
+are programs: :mod:`kmt_ref.programs.experiments` (``python -m kmt_ref reproduce``).
 """
 
 from ..tasks import FAMILIES, sample_tasks

@@ -35,7 +35,7 @@ def sweep_heatmaps(result):
     Parameters
     ----------
     result : dict
-        From :func:`kmt_ref.sweep.run_sweep` or :func:`kmt_ref.sweep.load_sweep`.
+        From :func:`kmt_ref.programs.sweep.run_sweep` or :func:`kmt_ref.programs.sweep.load_sweep`.
 
     Returns
     -------
@@ -133,16 +133,16 @@ def paper_sweep_heatmaps(result, gamma, authors=None):
     Parameters
     ----------
     result : dict
-        From :func:`kmt_ref.paper_sweep.run_paper_sweep` or ``load_paper_sweep``.
+        From :func:`kmt_ref.programs.paper_sweep.run_paper_sweep` or ``load_paper_sweep``.
     gamma : float
     authors : dict, optional
-        :func:`kmt_ref.paper_sweep.load_authors` (read from the package by default).
+        :func:`kmt_ref.programs.paper_sweep.load_authors` (read from the package by default).
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    from ..paper_sweep import HEATMAPS, heatmap_grids, load_authors
+    from ..programs.paper_sweep import HEATMAPS, heatmap_grids, load_authors
 
     authors = load_authors() if authors is None else authors
     names = {"k": "clusters k", "d": "dimensions d", "n": "points n", "scale": "scale"}

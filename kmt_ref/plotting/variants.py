@@ -12,7 +12,7 @@ def plot_outlier_experiment(result):
     Parameters
     ----------
     result : dict
-        The output of :func:`kmt_ref.variants.outliers.outlier_experiment`.
+        The output of :func:`kmt_ref.programs.outliers.outlier_experiment`.
 
     Returns
     -------

@@ -15,8 +15,8 @@ from .._validation import check_centers, check_fraction, check_int, check_n_step
 from ..classical import lloyd
 from ..geometry import squared_distances
 from ..tasks import gaussian_mixture
-from .robust import robust_kmeans_transformer
-from .trimmed import quantile_trimmed_kmeans, trimmed_kmeans, trimmed_kmeans_transformer
+from ..variants.robust import robust_kmeans_transformer
+from ..variants.trimmed import quantile_trimmed_kmeans, trimmed_kmeans, trimmed_kmeans_transformer
 
 __all__ = ["contaminated_mixture", "center_error", "outlier_experiment"]
 

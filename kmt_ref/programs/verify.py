@@ -20,17 +20,17 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .classical import lloyd
-from .dot_product_transformer import dot_product_lloyd_transformer
-from .learning.model import params_from_transformer, run_steps
-from .lloyd_transformer import lloyd_transformer
-from .tasks import FIGURE3_PAPER_LOG_OBJECTIVES, figure3_data, gaussian_mixture
-from .trajectory import Trajectory
-from .variants import VARIANTS
-from .variants.kmedoids import kmedoids, kmedoids_transformer
-from .variants.registry import EXACT_TOL
-from .variants.soft import soft_kmeans
-from .variants.trimmed import gap_trimmed_kmeans, trimmed_kmeans
+from ..classical import lloyd
+from ..dot_product_transformer import dot_product_lloyd_transformer
+from ..learning.model import params_from_transformer, run_steps
+from ..lloyd_transformer import lloyd_transformer
+from ..tasks import FIGURE3_PAPER_LOG_OBJECTIVES, figure3_data, gaussian_mixture
+from ..trajectory import Trajectory
+from ..variants import VARIANTS
+from ..variants.kmedoids import kmedoids, kmedoids_transformer
+from ..variants.registry import EXACT_TOL
+from ..variants.soft import soft_kmeans
+from ..variants.trimmed import gap_trimmed_kmeans, trimmed_kmeans
 
 __all__ = ["Row", "compare", "datasets", "run_verification", "format_table", "format_section", "verdict",
            "summary_line", "LEGEND", "SECTIONS"]
@@ -152,7 +152,7 @@ def theorem21_rows(quick=False):
 
 def certificate_rows(quick=False):
     """The exactness certificate: measured deviation <= certified bound (validated config)."""
-    from .certificate import exactness_certificate, min_gamma
+    from ..certificate import exactness_certificate, min_gamma
 
     rows = []
     for data_name, (X, init, T) in datasets(quick).items():

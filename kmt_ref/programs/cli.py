@@ -1,7 +1,7 @@
 """``python -m kmt_ref reproduce <learning experiment>`` and ``python -m kmt_ref train``.
 
 ``reproduce NAME [--quick | --paper] [--report] [--json] [--no-train] [--seeds 0,1] [--results-dir DIR]``
-runs one experiment of :mod:`kmt_ref.learning.experiments` (training or
+runs one experiment of :mod:`kmt_ref.programs.experiments` (training or
 resuming its models as needed) and writes ``DIR/<scale>/NAME.json``;
 ``--report`` prints the committed numbers instead.
 
@@ -24,9 +24,9 @@ import sys
 import numpy as np
 
 from .. import kernels
-from .._cli import integer_at_least, positive_number
-from .._results import check_output_dir
 from . import experiments
+from ._cli import integer_at_least, positive_number
+from ._results import check_output_dir
 
 __all__ = ["reproduce", "train_command"]
 

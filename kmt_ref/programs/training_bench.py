@@ -13,9 +13,9 @@ import autograd
 import numpy as np
 
 from .. import attention, kernels
+from ..learning.model import init_params
+from ..learning.train import TrainConfig, batch_loss
 from ..tasks import sample_tasks
-from .model import init_params
-from .train import TrainConfig, batch_loss
 
 __all__ = ["time_training_step", "format_training_step"]
 

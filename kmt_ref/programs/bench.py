@@ -12,11 +12,11 @@ import warnings
 import numpy as np
 from scipy.cluster.vq import kmeans2
 
-from .classical import lloyd
-from .kernels import attend
-from .layer import BLOCK_NAMES, transformer_layer
-from .lloyd_transformer import lloyd_transformer
-from .tasks import gaussian_mixture
+from ..classical import lloyd
+from ..kernels import attend
+from ..layer import BLOCK_NAMES, transformer_layer
+from ..lloyd_transformer import lloyd_transformer
+from ..tasks import gaussian_mixture
 
 __all__ = ["run_bench", "format_bench", "median_time", "peak_memory", "layer_breakdown"]
 
@@ -124,7 +124,7 @@ def run_bench(repeats=5, quick=False):
     def run_faithful():
         return faithful.run(Xf, initf, 1)
 
-    from .learning.bench import time_training_step
+    from .training_bench import time_training_step
 
     step_size = dict(n=64, d=4, k=3, batch=4) if quick else {}
     steps = {th: time_training_step(repeats=repeats, threads=th, generic=th == 1, **step_size) for th in (1, 2)}
@@ -197,7 +197,7 @@ def format_bench(res):
         f"{f['n_by_n_bytes'] / 2**20:.0f} MB)",
     ]
     if "training_step" in res:
-        from .learning.bench import format_training_step
+        from .training_bench import format_training_step
 
         lines += ["", format_training_step(res["training_step"])]
         two = res["training_step_2_threads"]["fused"]

@@ -25,12 +25,14 @@ import time
 
 import numpy as np
 
-from .._results import COMMITTED_DIR, check_output_dir, output_dir
 from .._validation import check_choice
 from ..certificate import exactness_certificate
 from ..classical import lloyd
 from ..geometry import kmeans_objective, nearest_center, squared_distances
 from ..layer import BLOCK_NAMES
+from ..learning.evaluate import evaluation_tasks, lloyd_curve, model_curve, summarize
+from ..learning.model import run_steps, unflatten
+from ..learning.train import TrainConfig, load_result, train
 from ..lloyd_transformer import equation5_weights, lloyd_transformer
 from ..real_data import (
     DATASETS,
@@ -43,9 +45,7 @@ from ..real_data import (
 )
 from ..tasks import gaussian_mixture
 from ..variants.registry import EXACT_TOL
-from .evaluate import evaluation_tasks, lloyd_curve, model_curve, summarize
-from .model import run_steps, unflatten
-from .train import TrainConfig, load_result, train
+from ._results import COMMITTED_DIR, check_output_dir, output_dir
 
 __all__ = ["SCALES", "EXPERIMENTS", "trained", "run_experiment", "checkpoint_path", "git_revision",
            "default_results_dir"]

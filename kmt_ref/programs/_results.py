@@ -13,7 +13,7 @@ import os
 __all__ = ["COMMITTED_DIR", "output_dir", "check_output_dir"]
 
 #: The committed results, shipped inside the package.
-COMMITTED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+COMMITTED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
 
 def output_dir():

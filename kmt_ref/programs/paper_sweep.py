@@ -34,11 +34,11 @@ from itertools import product
 
 import numpy as np
 
+from .._validation import check_int, check_positive, check_rng
+from ..classical import lloyd
+from ..lloyd_transformer import lloyd_transformer
+from ..tasks import DATA_DIR
 from ._results import COMMITTED_DIR, check_output_dir, output_dir
-from ._validation import check_int, check_positive, check_rng
-from .classical import lloyd
-from .lloyd_transformer import lloyd_transformer
-from .tasks import DATA_DIR
 
 __all__ = ["PAPER_GRID", "HEATMAPS", "authors_task", "cell_losses", "run_paper_sweep", "load_authors",
            "load_paper_sweep", "summarize", "compare", "heatmap_grids", "reproduce"]

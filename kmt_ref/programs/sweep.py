@@ -29,12 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validation import check_n_steps, check_positive
+from ..certificate import _LloydGeometry, min_gamma, rule_of_thumb_gamma
+from ..classical import lloyd
+from ..lloyd_transformer import lloyd_transformer
+from ..tasks import gaussian_mixture
 from ._results import check_output_dir, output_dir
-from ._validation import check_n_steps, check_positive
-from .certificate import _LloydGeometry, min_gamma, rule_of_thumb_gamma
-from .classical import lloyd
-from .lloyd_transformer import lloyd_transformer
-from .tasks import gaussian_mixture
 
 __all__ = ["GRID", "QUICK_GRID", "run_sweep", "load_sweep", "reproduce", "DEFAULT_PATH"]
 
@@ -54,7 +54,7 @@ QUICK_GRID = dict(GRID, gammas=[float(g) for g in np.logspace(0, 9, 7)], ds=[2],
                   scales=[1.0, 10.0], seeds=[0])
 
 #: The committed result, shipped inside the package so the book and tests read it without recomputing.
-DEFAULT_PATH = Path(__file__).resolve().parent / "results" / "sweep" / "sweep.json"
+DEFAULT_PATH = Path(__file__).resolve().parents[1] / "results" / "sweep" / "sweep.json"
 
 
 def _lloyd_margin(geom):
@@ -148,7 +148,7 @@ def reproduce(argv=()):
     size = f"{len(result['tasks'])} tasks x {len(result['grid']['gammas'])} gammas"
     print(f"{size} in {result['seconds']} s -> {out}")
     if args.figure:
-        from .plotting.certificate import sweep_heatmaps
+        from ..plotting.certificate import sweep_heatmaps
 
         sweep_heatmaps(result).savefig(args.figure, dpi=120, bbox_inches="tight")
         print(f"figure -> {args.figure}")
