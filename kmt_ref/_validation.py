@@ -236,6 +236,18 @@ def check_positive(value, name, allow_inf=False):
     return value
 
 
+def check_positive_values(values, name):
+    """Validate a non-empty 1-D sequence of positive finite numbers (a list of ``gamma`` values ...)."""
+    try:
+        out = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        out = None
+    if out is None or out.ndim != 1 or out.size < 1 or not np.all(np.isfinite(out) & (out > 0)):
+        raise ValueError(f"{name} must be a non-empty 1-D array of positive finite numbers; "
+                         f"got {name}={_describe(values)}")
+    return out
+
+
 def check_fraction(value, name, low=0.0, high=1.0):
     """Validate a real number in the half-open interval ``[low, high)``."""
     value = _scalar(value)

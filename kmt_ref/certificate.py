@@ -51,6 +51,7 @@ import numpy as np
 
 from ._validation import (
     check_bool,
+    check_choice,
     check_data,
     check_fraction,
     check_positive,
@@ -311,8 +312,7 @@ def min_gamma(X, init, n_layers, tol, target="centers", float_allowance=True, rt
     tol = check_positive(tol, "tol")
     rtol = check_fraction(rtol, "rtol", low=1e-12, high=1.0)
     float_allowance = check_bool(float_allowance, "float_allowance")
-    if target not in ("centers", "log_objective"):
-        raise ValueError(f"target must be 'centers' or 'log_objective'; got target={target!r}")
+    check_choice(target, "target", ("centers", "log_objective"))
     geom = _LloydGeometry(X, C, n_layers, float_allowance)
 
     def certified(gamma):

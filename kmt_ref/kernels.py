@@ -39,7 +39,7 @@ import autograd.numpy as anp
 import numpy as np
 from autograd.extend import defvjp_argnums, primitive
 
-from ._validation import check_rng
+from ._validation import check_int, check_rng
 from .attention import NORMALIZERS, SCORES
 from .geometry import CHUNK_ELEMENTS
 
@@ -67,8 +67,7 @@ def set_threads(n):
     Results do not depend on ``n``. The default is 1, or the environment
     variable ``KMT_REF_THREADS``.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"threads must be an integer >= 1; got threads={n!r}")
+    n = check_int(n, "threads", low=1)
     if _pool["executor"] is not None:
         _pool["executor"].shutdown()
     _pool["threads"], _pool["executor"] = n, (ThreadPoolExecutor(n) if n > 1 else None)

@@ -44,11 +44,10 @@ Closed forms, with ``z_(1) >= z_(2) >= ...`` the sorted row and
   the uniform distribution as ``temperature -> inf``.
 """
 
-import numbers
 
 import numpy as np
 
-from ._validation import check_rng
+from ._validation import check_positive, check_rng
 
 __all__ = ["sparsemax", "entmax15", "normmax2", "normmax_inf", "gumbel_max", "gumbel_softmax"]
 
@@ -62,12 +61,6 @@ def _sorted_desc(z):
     z = z - np.max(z, axis=-1, keepdims=True)
     zs = -np.sort(-z, axis=-1)
     return z, zs, np.cumsum(zs, axis=-1), np.arange(1, z.shape[-1] + 1)
-
-
-def _check_param(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < np.inf:
-        raise ValueError(f"{name} must be a positive finite number; got {name}={value!r}")
-    return float(value)
 
 
 def _take(a, s):
@@ -131,7 +124,7 @@ def normmax2(scores, threshold=1.0):
     -------
     ndarray, shape (..., r)
     """
-    t = _check_param(threshold, "threshold")
+    t = check_positive(threshold, "threshold")
     z, zs, cs, pos = _sorted_desc(np.asarray(scores, dtype=float))
     # sum_{i<=s} (z_(i) - z_(s))^2 for every s, without forming the differences.
     gap2 = np.cumsum(zs * zs, axis=-1) - 2.0 * zs * cs + pos * zs * zs
@@ -165,7 +158,7 @@ def normmax_inf(scores, threshold=1.0):
     ndarray, shape (..., r)
         ``1/s`` on the kept entries, exactly 0 elsewhere.
     """
-    t = _check_param(threshold, "threshold")
+    t = check_positive(threshold, "threshold")
     z, zs, cs, pos = _sorted_desc(np.asarray(scores, dtype=float))
     s = np.sum(cs - pos * zs <= t, axis=-1)
     threshold = _take(zs, s)
@@ -216,7 +209,7 @@ def gumbel_softmax(scores, rng, temperature=1.0):
     -------
     ndarray, shape (..., r)
     """
-    temperature = _check_param(temperature, "temperature")
+    temperature = check_positive(temperature, "temperature")
     z = (np.asarray(scores, dtype=float) + _gumbel(np.shape(scores), rng)) / temperature
     e = np.exp(z - np.max(z, axis=-1, keepdims=True))
     return e / np.sum(e, axis=-1, keepdims=True)

@@ -27,7 +27,7 @@ import os
 
 import numpy as np
 
-from ._validation import check_data, check_int, check_positive
+from ._validation import check_choice, check_data, check_int, check_positive
 
 __all__ = ["DATASETS", "load_dataset", "minmax_scale", "to_width", "adjusted_rand_index", "separation_ratio",
            "spread_classes"]
@@ -52,8 +52,7 @@ def load_dataset(name):
     labels : ndarray of int, shape (n,)
         Class of each point, ``0 .. k - 1``.
     """
-    if name not in DATASETS:
-        raise ValueError(f"name must be one of {sorted(DATASETS)}; got name={name!r}")
+    check_choice(name, "name", DATASETS)
     path = os.path.join(_DIR, DATASETS[name])
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:

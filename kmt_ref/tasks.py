@@ -128,8 +128,8 @@ def gaussian_mixture(rng, n, d, k, scale=0.1):
         Component means, in the scaled coordinates.
     """
     check_rng(rng)
-    d = check_k(d, None, name="d")
-    n = check_k(n, None, name="n")
+    d = check_int(d, "d", low=1)
+    n = check_int(n, "n", low=1)
     k = check_k(k, n)
     scale = check_positive(scale, "scale")
     X, means = _draw_mixture(rng, 1, n, d, k, "normal", scale, True, True)
@@ -180,9 +180,9 @@ def sample_tasks(
         Initial centers.
     """
     check_rng(rng)
-    n_tasks = check_k(n_tasks, None, name="n_tasks")
-    n = check_k(n, None, name="n")
-    d = check_k(d, None, name="d")
+    n_tasks = check_int(n_tasks, "n_tasks", low=1)
+    n = check_int(n, "n", low=1)
+    d = check_int(d, "d", low=1)
     k = check_k(k, n)
     check_family(family)
     scale = check_positive(scale, "scale")

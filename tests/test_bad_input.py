@@ -86,3 +86,24 @@ def test_validation_happens_before_any_work_and_inputs_stay_untouched():
     X.flags.writeable = False  # any in-place write would raise
     traj = lloyd_transformer(2, 3).run(X, INIT_OK, 2)
     assert traj.centers.shape == (3, 3, 2)
+
+
+def test_checks_routed_through_the_validation_module_name_argument_and_value():
+    from kmt_ref import kernels, min_gamma
+    from kmt_ref.normalizers import normmax_inf
+    from kmt_ref.plotting.attention import plot_temperature_sweep
+    from kmt_ref.programs.paper_sweep import authors_task
+    from kmt_ref.real_data import load_dataset
+
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    cases = [
+        (lambda: kernels.set_threads(0), r"threads must be an integer >= 1; got threads=0"),
+        (lambda: min_gamma(X, X[:2], 2, 1e-3, target="labels"), r"target must be one of .*got target='labels'"),
+        (lambda: load_dataset("mnist"), r"name must be one of .*got name='mnist'"),
+        (lambda: normmax_inf(np.zeros((2, 3)), threshold=-1.0), r"threshold must be a positive finite number"),
+        (lambda: plot_temperature_sweep([0.0, 1.0], [1.0, -2.0]), r"gammas must be a non-empty 1-D array"),
+        (lambda: authors_task(np.random.default_rng(0), 3, 2, 5, 1.0), r"k must be <= n=3"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message):
+            call()

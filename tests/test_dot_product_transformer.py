@@ -297,7 +297,7 @@ def test_gamma_sweep_plot_draws_one_line_per_model_and_rejects_bad_input():
     fig = plot_gamma_sweep([1e2, 1e4], {"a": [0.1, 0.0], "b": [1.0, 1e-5]})
     assert isinstance(fig, Figure)
     assert len(fig.axes[0].get_lines()) == 3  # two models and the tolerance
-    with pytest.raises(ValueError, match=r"gammas must be a 1-D array of finite positive numbers"):
+    with pytest.raises(ValueError, match=r"gammas must be a non-empty 1-D array of positive finite numbers"):
         plot_gamma_sweep([0.0, 1.0], {"a": [0.1, 0.2]})
     with pytest.raises(ValueError, match=r"gaps\['a'\] must be non-negative with shape \(2,\)"):
         plot_gamma_sweep([1.0, 2.0], {"a": [0.1]})

@@ -3,6 +3,7 @@
 import argparse
 import sys
 
+from .._validation import check_positive
 from . import EXERCISES, format_results, run_checks
 from .runner import copy_workbook
 
@@ -35,8 +36,7 @@ def main(argv=None):
             print(f"{ex.stem:30s} {ex.level:8s} {ex.chapter}: {ex.summary}")
         return 0
     try:
-        if not args.timeout > 0:
-            raise ValueError(f"--timeout must be positive; got --timeout={args.timeout}")
+        check_positive(args.timeout, "--timeout")
         results = run_checks(args.dir, args.exercises, isolated=True, timeout=args.timeout)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

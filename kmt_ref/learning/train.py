@@ -284,8 +284,7 @@ def train(config, checkpoint=None, resume=False, checkpoint_every=None, stop_at=
     TrainResult
     """
     check_instance(config, "config", TrainConfig)
-    every = config.eval_every if checkpoint_every is None else check_k(checkpoint_every, None,
-                                                                      name="checkpoint_every")
+    every = config.eval_every if checkpoint_every is None else check_int(checkpoint_every, "checkpoint_every", low=1)
     if checkpoint is not None:
         check_checkpoint_dir(checkpoint)
         partial = stale_partial_save(checkpoint)
@@ -310,7 +309,7 @@ def train(config, checkpoint=None, resume=False, checkpoint_every=None, stop_at=
         ratio, obj = _validate(state["theta"], config, val)
         hist["val_step"].append(0), hist["val_ratio"].append(ratio)
         hist["val_objective"].append(obj), hist["val_lr"].append(state["lr"])
-    end = config.n_steps if stop_at is None else min(config.n_steps, check_k(stop_at, None, name="stop_at"))
+    end = config.n_steps if stop_at is None else min(config.n_steps, check_int(stop_at, "stop_at", low=1))
     bar = Progress(config.n_steps, start=state["step"]) if progress else None
     snap = _snapshot(state, config)
     t_start, wall0 = time.perf_counter(), state["wall_time"]

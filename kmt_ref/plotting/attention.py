@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
-from .._validation import check_centers
+from .._validation import check_centers, check_positive_values
 from ..attention import NORMALIZERS, Block, attend
 from ..tokens import TokenLayout
 
@@ -111,9 +111,7 @@ def plot_temperature_sweep(scores, gammas):
     s = np.asarray(scores, dtype=float)
     if s.ndim != 1 or s.size < 2 or not np.all(np.isfinite(s)):
         raise ValueError(f"scores must be a finite 1-D array of length >= 2; got scores.shape={s.shape}")
-    gammas = np.asarray(list(gammas), dtype=float)
-    if gammas.size == 0 or not np.all((gammas > 0) & np.isfinite(gammas)):
-        raise ValueError(f"gammas must be finite and > 0; got gammas={gammas}")
+    gammas = check_positive_values(list(gammas), "gammas")
     softmax, hardmax = NORMALIZERS["softmax"].fn, NORMALIZERS["hardmax"].fn
     weights = softmax(gammas[:, None] * s[None, :])  # (len(gammas), r)
     fig = Figure(figsize=(5.5, 3.5), layout="constrained")

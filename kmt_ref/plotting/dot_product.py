@@ -6,6 +6,8 @@ Every function returns a ``matplotlib.figure.Figure`` built without pyplot.
 import numpy as np
 from matplotlib.figure import Figure
 
+from .._validation import check_positive_values
+
 __all__ = ["plot_gamma_sweep"]
 
 
@@ -27,9 +29,7 @@ def plot_gamma_sweep(gammas, gaps, tol=1e-3, ax=None):
     -------
     Figure
     """
-    gammas = np.asarray(gammas, dtype=float)
-    if gammas.ndim != 1 or gammas.size < 1 or not np.all(np.isfinite(gammas) & (gammas > 0)):
-        raise ValueError(f"gammas must be a 1-D array of finite positive numbers; got gammas={gammas!r}")
+    gammas = check_positive_values(gammas, "gammas")
     if not isinstance(gaps, dict) or not gaps:
         raise ValueError(f"gaps must be a non-empty dict {{label: gaps}}; got gaps={gaps!r}")
     curves = {}

@@ -34,7 +34,7 @@ from itertools import product
 
 import numpy as np
 
-from .._validation import check_int, check_positive, check_rng
+from .._validation import check_int, check_k, check_positive, check_rng
 from ..classical import lloyd
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import DATA_DIR
@@ -82,10 +82,9 @@ def authors_task(rng, n, d, k, scale):
     init : ndarray, shape (k, d)
     """
     check_rng(rng)
-    n, d, k = check_int(n, "n", low=1), check_int(d, "d", low=1), check_int(k, "k", low=1)
+    n, d = check_int(n, "n", low=1), check_int(d, "d", low=1)
+    k = check_k(k, n)
     per = n // k
-    if per < 1:
-        raise ValueError(f"n must be at least k={k}; got n={n}")
     scale = check_positive(scale, "scale")
     means = rng.uniform(size=(k, d))
     X = np.repeat(means, per, axis=0) + 0.1 * rng.standard_normal((k * per, d))
