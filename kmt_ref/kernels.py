@@ -58,6 +58,9 @@ STREAM_ELEMENTS = 2**20
 #: value that rounds up to the smallest subnormal).
 EXP_UNDERFLOW = -746.0
 
+#: Attention weights the Euclidean softmax primitive holds at once (1 MB, a core's L2 cache here).
+TASK_CHUNK_ELEMENTS = 2**17
+
 _pool = {"threads": 1, "executor": None}
 
 
@@ -78,14 +81,28 @@ def threads():
     return _pool["threads"]
 
 
-def _over_tasks(fn, *arrays):
-    """``fn(*arrays)``, with the leading (task) axis split across the thread pool."""
-    pool, n = _pool["executor"], _pool["threads"]
-    if pool is None or arrays[0].ndim < 3 or arrays[0].shape[0] < 2:
+def _over_tasks(fn, per_task, *arrays):
+    """``fn(*arrays)`` over the leading (task) axis, a chunk of tasks at a time, spread over the threads.
+
+    A chunk holds about :data:`TASK_CHUNK_ELEMENTS` attention weights
+    (``per_task`` per task), so the passes over them stay in a core's cache
+    instead of memory: at the paper's 512 points the self-attention's backward
+    pass runs about twice as fast a task at a time as on the whole batch, with
+    the same numbers (every operation is per task, so neither the chunks nor
+    the threads change a bit).
+    """
+    if arrays[0].ndim < 3:
         return fn(*arrays)
-    bounds = np.linspace(0, arrays[0].shape[0], min(n, arrays[0].shape[0]) + 1).astype(int)
-    parts = [pool.submit(fn, *(a[lo:hi] for a in arrays)) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
-    results = [p.result() for p in parts]
+    pool, n_threads, B = _pool["executor"], _pool["threads"], arrays[0].shape[0]
+    size = max(1, min(TASK_CHUNK_ELEMENTS // max(1, per_task), -(-B // n_threads)))
+    if size >= B:
+        return fn(*arrays)
+    starts = range(0, B, size)
+
+    def part(lo):
+        return fn(*(a[lo : lo + size] for a in arrays))
+
+    results = list(map(part, starts) if pool is None else pool.map(part, starts))
     if isinstance(results[0], tuple):
         return tuple(np.concatenate(r, axis=0) for r in zip(*results, strict=True))
     return np.concatenate(results, axis=0)
@@ -268,7 +285,8 @@ def euclidean_softmax_attention(queries, keys, values, gamma):
     generic differentiation of the reference path would keep every
     intermediate (distances, shifted scores, exponentials, weights).
     """
-    return _over_tasks(lambda q, k, v: _esa_forward(q, k, v, gamma), queries, keys, values)
+    per_task = queries.shape[-2] * keys.shape[-2]
+    return _over_tasks(lambda q, k, v: _esa_forward(q, k, v, gamma), per_task, queries, keys, values)
 
 
 def _esa_backward(queries, keys, values, G, gamma, argnums):
@@ -296,7 +314,9 @@ def _esa_vjp(argnums, ans, args, kwargs):
         raise NotImplementedError("euclidean_softmax_attention is not differentiable in gamma")
 
     def vjp(G):
-        return _over_tasks(lambda q, k, v, g: _esa_backward(q, k, v, g, gamma, argnums), queries, keys, values, G)
+        per_task = queries.shape[-2] * keys.shape[-2]
+        return _over_tasks(lambda q, k, v, g: _esa_backward(q, k, v, g, gamma, argnums), per_task,
+                           queries, keys, values, G)
 
     return vjp
 

@@ -75,7 +75,7 @@ def test_batches_of_tasks_run_the_same_as_one_task_at_a_time():
         np.testing.assert_array_equal(batched[1][b], single[1])
 
 
-def test_threads_do_not_change_a_single_bit():
+def test_threads_and_task_chunks_do_not_change_a_single_bit(monkeypatch):
     config = ModelConfig(4, 3)
     theta = init_params(config, np.random.default_rng(0))
     X = np.random.default_rng(1).random((6, 30, 4))
@@ -85,13 +85,17 @@ def test_threads_do_not_change_a_single_bit():
     from kmt_ref.learning.train import TrainConfig, batch_loss
 
     cfg = TrainConfig(d=4, k=3, n=30, batch=6)
+    monkeypatch.setattr(kernels, "TASK_CHUNK_ELEMENTS", 2**30)  # the whole batch at once
+    whole = autograd.value_and_grad(batch_loss)(theta, X, init, cfg)
+    monkeypatch.setattr(kernels, "TASK_CHUNK_ELEMENTS", 1)  # a task at a time
     one = autograd.value_and_grad(batch_loss)(theta, X, init, cfg)
     try:
         kernels.set_threads(2)
         two = autograd.value_and_grad(batch_loss)(theta, X, init, cfg)
     finally:
         kernels.set_threads(1)
-    assert one[0] == two[0] and np.array_equal(one[1], two[1])
+    assert whole[0] == one[0] == two[0]
+    assert np.array_equal(whole[1], one[1]) and np.array_equal(one[1], two[1])
     with pytest.raises(ValueError, match="threads=0"):
         kernels.set_threads(0)
 
