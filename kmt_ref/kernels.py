@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import autograd.numpy as anp
 import numpy as np
-from autograd.extend import defvjp_argnums, primitive
+from autograd.extend import defvjp, defvjp_argnums, primitive
 
 from ._validation import check_int, check_rng
 from .attention import NORMALIZERS, SCORES
@@ -324,6 +324,28 @@ def _esa_vjp(argnums, ans, args, kwargs):
 defvjp_argnums(euclidean_softmax_attention, _esa_vjp)
 
 
+@primitive
+def _query_rows(Z, start, stop):
+    """``Z[..., start:stop, :]`` for autograd: its gradient is the cotangent added into zeros by slice.
+
+    The same numbers as autograd's generic gradient of indexing (``0 + g``),
+    which goes through ``numpy.add.at`` and costs about 8% of a training step.
+    """
+    return Z[..., start:stop, :]
+
+
+def _query_rows_vjp(ans, Z, start, stop):
+    def vjp(g):
+        out = np.zeros(np.shape(Z))
+        out[..., start:stop, :] += g
+        return out
+
+    return vjp
+
+
+defvjp(_query_rows, _query_rows_vjp)
+
+
 # ------------------------------------------------------ plain-array paths
 
 
@@ -429,14 +451,14 @@ def attend_parts(Zq, Zk, block, rng=None):
     batch = int(np.prod(Zq.shape[:-2], dtype=int))
     if not plain and fused and Zq.shape[:-2] == Zk.shape[:-2]:
         chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
-        parts = [euclidean_softmax_attention(queries[..., a : a + chunk, :], keys, values, block.gamma)
+        parts = [euclidean_softmax_attention(_query_rows(queries, a, a + chunk), keys, values, block.gamma)
                  for a in range(0, m, chunk)]
         return (parts[0] if len(parts) == 1 else anp.concatenate(parts, axis=-2)), rows
     if not plain:
         chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
         parts = []
         for a in range(0, m, chunk):
-            s = SCORES[block.score](queries[..., a : a + chunk, :], keys)
+            s = SCORES[block.score](_query_rows(queries, a, a + chunk), keys)
             s = block.gamma * s if norm.uses_gamma else s
             parts.append(norm.average(s, values) if norm.average is not None
                          else anp.matmul(norm.fn(s, **extra), values))
