@@ -377,6 +377,31 @@ def _linear(scores, values):
     return np.matmul(scores, values)
 
 
+def _linear_over_keys(queries, keys, values, score):
+    """:func:`_linear` for few queries and many keys, the keys a chunk at a time.
+
+    Each key and value is read once: ``sum_b s_ab v_b`` and ``sum_b s_ab``
+    are accumulated over chunks of keys and divided at the end, instead of
+    one pass over all keys per query row (at a million points a center block
+    otherwise streams the points from memory once per center). The same
+    weights as :func:`_linear`, summed in another order: equal to rounding.
+    """
+    m, r = queries.shape[-2], keys.shape[-2]
+    batch = int(np.prod(np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2]), dtype=int))
+    step = max(1, STREAM_ELEMENTS // max(1, m * batch))
+    num, total = 0.0, 0.0
+    for b in range(0, r, step):
+        s = SCORES[score](queries, keys[..., b : b + step, :])
+        if np.any(s < 0):
+            raise ValueError("linear attention needs non-negative scores; got a negative score")
+        num = num + np.matmul(s, values[..., b : b + step, :])
+        total = total + np.sum(s, axis=-1, keepdims=True)
+    if np.all(total > 0):
+        return num / total
+    # An all-zero row attends uniformly.
+    return np.where(total > 0, num / np.where(total > 0, total, 1.0), np.mean(values, axis=-2, keepdims=True))
+
+
 def _is_identity(values):
     """Whether ``values`` is one identity matrix (the ids I_k that CAX reads): ``W @ I = W`` exactly."""
     return values.ndim == 2 and values.shape[0] == values.shape[1] and np.array_equal(values, np.eye(len(values)))
@@ -470,6 +495,9 @@ def attend_parts(Zq, Zk, block, rng=None):
         chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
     elif chunk < 256:
         chunk = max(1, STREAM_ELEMENTS // max(1, r * batch))
+    if block.normalizer == "linear" and m * batch <= 256 and m * r * batch > STREAM_ELEMENTS:
+        # Few queries, so many keys that the query rows would each stream them: keys in chunks.
+        return _linear_over_keys(queries, keys, values, block.score), rows
     identity = _is_identity(values)
     if m <= chunk:
         return _plain_chunk(queries, keys, values, block, norm, extra, identity), rows

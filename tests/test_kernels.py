@@ -136,3 +136,24 @@ def test_softmax_kernel_equals_the_reference_softmax_bit_for_bit_at_the_edges():
     np.testing.assert_array_equal(fast, ref)
     assert np.all(fast[4:6][np.isneginf(S[4:6])] == 0.0)
     assert fast[1, 2] > 0 and fast[2, 3] == 0
+
+
+def test_linear_attention_over_chunks_of_keys_equals_lloyd_with_an_empty_cluster(monkeypatch):
+    # Force the key-streamed path (few centers, "many" points) on a small problem.
+    monkeypatch.setattr(kernels, "STREAM_ELEMENTS", 64)
+    calls = []
+    streamed = kernels._linear_over_keys
+    monkeypatch.setattr(kernels, "_linear_over_keys", lambda *a: calls.append(1) or streamed(*a))
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 3))
+    init = np.vstack([X[:3], [[50.0, 50.0, 50.0]]])  # the last center gets no point: uniform attention
+    model = kmt_ref.lloyd_transformer(3, 4)
+    ref = kmt_ref.lloyd(X, init, 5)
+    traj = model.run(X, init, 5)
+    np.testing.assert_array_equal(traj.labels, ref.labels)
+    np.testing.assert_allclose(traj.centers, ref.centers, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(traj.centers[1, 3], X.mean(axis=0), atol=1e-13)
+    assert len(calls) == 5  # one CAC block per layer took the streamed path
+    block = model.blocks["CAC"]
+    with pytest.raises(ValueError, match="non-negative scores"):
+        streamed(-np.ones((2, 3)), np.ones((300, 3)), X, block.score)
