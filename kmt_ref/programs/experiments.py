@@ -340,13 +340,7 @@ def training_curves(scale="figures", results_dir=None, train_missing=True, progr
             for tokens in ("d+k", "d"):
                 key = (tokens, tuple(sorted(overrides.items())))
                 if key not in done:
-                    models = []
-                    for seed in SCALES[scale]["seeds"] if seeds is None else seeds:
-                        r = trained(scale, tokens, seed, results_dir, train_missing, progress, **overrides)
-                        if r is not None:
-                            models.append(r)
-                    if not models:
-                        raise ValueError(f"no trained {tokens} models for {overrides} at scale={scale!r}")
+                    models = _models(scale, tokens, results_dir, train_missing, progress, seeds, **overrides)
                     done[key] = dict(
                         tokens=tokens, **overrides, **_status(models),
                         val_step=np.asarray(models[0].history["val_step"]).tolist(),
