@@ -385,16 +385,23 @@ def _linear_over_keys(queries, keys, values, score):
     one pass over all keys per query row (at a million points a center block
     otherwise streams the points from memory once per center). The same
     weights as :func:`_linear`, summed in another order: equal to rounding.
+    A batch is done a task at a time, so each task's sums are those of
+    running it alone.
     """
-    m, r = queries.shape[-2], keys.shape[-2]
-    batch = int(np.prod(np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2]), dtype=int))
-    step = max(1, STREAM_ELEMENTS // max(1, m * batch))
+    batch = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    if batch:
+        q, k, v = (np.broadcast_to(a, batch + a.shape[-2:]) for a in (queries, keys, values))
+        out = np.empty(batch + (q.shape[-2], v.shape[-1]))
+        for i in np.ndindex(*batch):
+            out[i] = _linear_over_keys(q[i], k[i], v[i], score)
+        return out
+    step = max(1, STREAM_ELEMENTS // queries.shape[0])
     num, total = 0.0, 0.0
-    for b in range(0, r, step):
-        s = SCORES[score](queries, keys[..., b : b + step, :])
+    for b in range(0, keys.shape[0], step):
+        s = SCORES[score](queries, keys[b : b + step])
         if np.any(s < 0):
             raise ValueError("linear attention needs non-negative scores; got a negative score")
-        num = num + np.matmul(s, values[..., b : b + step, :])
+        num = num + np.matmul(s, values[b : b + step])
         total = total + np.sum(s, axis=-1, keepdims=True)
     if np.all(total > 0):
         return num / total
@@ -495,8 +502,9 @@ def attend_parts(Zq, Zk, block, rng=None):
         chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
     elif chunk < 256:
         chunk = max(1, STREAM_ELEMENTS // max(1, r * batch))
-    if block.normalizer == "linear" and m * batch <= 256 and m * r * batch > STREAM_ELEMENTS:
-        # Few queries, so many keys that the query rows would each stream them: keys in chunks.
+    if block.normalizer == "linear" and m <= 256 and m * r > STREAM_ELEMENTS:
+        # Few queries, so many keys that the query rows would each stream them: keys in chunks
+        # (decided per task, so that a task's numbers do not depend on its batch).
         return _linear_over_keys(queries, keys, values, block.score), rows
     identity = _is_identity(values)
     if m <= chunk:

@@ -157,3 +157,16 @@ def test_linear_attention_over_chunks_of_keys_equals_lloyd_with_an_empty_cluster
     block = model.blocks["CAC"]
     with pytest.raises(ValueError, match="non-negative scores"):
         streamed(-np.ones((2, 3)), np.ones((300, 3)), X, block.score)
+
+
+def test_streamed_linear_attention_runs_each_task_of_a_batch_as_if_alone(monkeypatch):
+    monkeypatch.setattr(kernels, "STREAM_ELEMENTS", 64)
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(3, 200, 2))
+    init = X[:, :4] + 0.01
+    model = kmt_ref.lloyd_transformer(2, 4)
+    batch = model.run(X, init, 3)
+    for b in range(3):
+        alone = model.run(X[b], init[b], 3)
+        np.testing.assert_array_equal(batch.centers[:, b], alone.centers)
+        np.testing.assert_array_equal(batch.labels[:, b], alone.labels)
