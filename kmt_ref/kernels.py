@@ -25,10 +25,14 @@ every construction, variant and the learned model, is a test
   (m, r) intermediates for the backward pass, and ``exp`` is not evaluated
   where it underflows to 0 anyway.
 * **Linear** normalization divides by the row sums in one pass.
-* **Threads over tasks.** A batch of tasks ``(B, ...)`` is split across
-  ``threads`` worker threads in the Euclidean softmax primitive (NumPy releases
-  the GIL in its kernels); every task's numbers are computed by the same calls
-  as without threads, so results are bit-identical. See :func:`set_threads`.
+* **A task at a time.** The plain path runs a batch ``(B, ...)`` task by task,
+  so chunk sizes, and with them BLAS's rounding, do not depend on the batch: a
+  task's numbers are those of running it alone. The Euclidean softmax
+  primitive works a cache-sized chunk of tasks at a time.
+* **Threads over tasks.** With :func:`set_threads`, a model's run splits a
+  batch's tasks across worker threads, and so does the Euclidean softmax
+  primitive (NumPy releases the GIL in its kernels); every task's numbers are
+  computed by the same calls as without threads, so results are bit-identical.
 """
 
 import os
@@ -44,7 +48,7 @@ from .attention import NORMALIZERS, SCORES
 from .geometry import CHUNK_ELEMENTS
 
 __all__ = ["add_attention", "attend", "attend_parts", "is_plain", "structure", "euclidean_softmax_attention",
-           "set_threads", "threads"]
+           "set_threads", "threads", "over_task_slices"]
 
 #: Scores held at once by the plain-array paths (fits a core's cache).
 CACHE_ELEMENTS = 2**15
@@ -65,7 +69,7 @@ _pool = {"threads": 1, "executor": None}
 
 
 def set_threads(n):
-    """Use ``n`` threads (>= 1) for batches of tasks in the Euclidean softmax primitive.
+    """Use ``n`` threads (>= 1) for batches of tasks: in a model's run and in the Euclidean softmax primitive.
 
     Results do not depend on ``n``. The default is 1, or the environment
     variable ``KMT_REF_THREADS``.
@@ -79,6 +83,18 @@ def set_threads(n):
 def threads():
     """The number of threads :func:`set_threads` chose."""
     return _pool["threads"]
+
+
+def over_task_slices(fn, n_tasks):
+    """``[fn(s) for s in slices]`` for contiguous slices of ``range(n_tasks)``, one per thread, run on the pool.
+
+    With one thread (the default) it is ``[fn(slice(0, n_tasks))]``.
+    """
+    pool, n = _pool["executor"], _pool["threads"]
+    if pool is None or n_tasks < 2:
+        return [fn(slice(0, n_tasks))]
+    bounds = np.linspace(0, n_tasks, min(n, n_tasks) + 1).astype(int)
+    return list(pool.map(fn, [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]))
 
 
 def _over_tasks(fn, per_task, *arrays):
@@ -529,6 +545,13 @@ def add_attention(out, Zq, Zk, block, rng=None):
             target = out[..., st.value_rows]
             np.subtract(target, Zk[..., st.values.cols], out=target)
             return out
+    if out.ndim > 2 and not NORMALIZERS[block.normalizer].needs_rng:
+        # A batch a task at a time: chunk sizes (and so BLAS's rounding) do not depend on the
+        # batch, so a task's numbers are those of running it alone; smaller chunks are faster too.
+        Zq, Zk = (np.broadcast_to(Z, out.shape[:-2] + Z.shape[-2:]) for Z in (Zq, Zk))
+        for i in np.ndindex(*out.shape[:-2]):
+            add_attention(out[i], Zq[i], Zk[i], block)
+        return out
     part, rows = attend_parts(Zq, Zk, block, rng)
     if rows is None:
         out += part

@@ -264,7 +264,7 @@ class KMeansTransformer:
         keep = check_bool(keep_assignments, "keep_assignments")
         diverged = check_choice(diverged, "diverged", ("raise", "return"))
         if not self.translation_invariant:
-            traj, last = self._run(X, C, n_layers, rng, reembed, keep, diverged)
+            traj, last = self._run_tasks(X, C, n_layers, rng, reembed, keep, diverged)
         else:
             # The lower median is a data value: integer data stay integers, exact ties stay exact.
             # (Column by column: a sorted copy of all of X would double the run's memory.)
@@ -272,7 +272,7 @@ class KMeansTransformer:
             origin = np.stack([np.partition(X[..., j], m, axis=-1)[..., m] for j in range(self.d)], axis=-1)
             origin = origin[..., None, :]
             X -= origin  # X is the validated copy: moved in place, no second copy
-            moved, last = self._run(X, C - origin, n_layers, rng, reembed, keep, diverged)
+            moved, last = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged)
             centers = moved.centers + origin
             centers[0] = C
             traj = Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
@@ -293,6 +293,26 @@ class KMeansTransformer:
         if self.norm is not None:
             P, Q = self.norm(P), self.norm(Q)
         return P, Q
+
+    def _run_tasks(self, X, C, n_layers, rng, reembed, keep, diverged):
+        """:meth:`_run`, a batch's tasks split over the kernel threads (:func:`kmt_ref.kernels.set_threads`).
+
+        Every task's numbers are those of running it alone, so the split
+        changes nothing; a random model runs in one piece (its draws follow
+        the batch order).
+        """
+        if X.ndim == 2 or self.needs_rng:
+            return self._run(X, C, n_layers, rng, reembed, keep, diverged)
+        parts = kernels.over_task_slices(lambda s: self._run(X[s], C[s], n_layers, rng, reembed, keep, diverged),
+                                         X.shape[0])
+        if len(parts) == 1:
+            return parts[0]
+        trajs = [traj for traj, _ in parts]
+        joined = {name: None if getattr(trajs[0], name) is None
+                  else np.concatenate([getattr(t, name) for t in trajs], axis=1)
+                  for name in ("centers", "labels", "assignments")}
+        last = None if parts[0][1] is None else np.concatenate([last for _, last in parts], axis=0)
+        return Trajectory(**joined), last
 
     def _run(self, X, C, n_layers, rng, reembed, keep, diverged):
         """Trusted kernel of :meth:`run`: the trajectory, and the last layer's assignment block."""

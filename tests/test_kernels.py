@@ -170,3 +170,22 @@ def test_streamed_linear_attention_runs_each_task_of_a_batch_as_if_alone(monkeyp
         alone = model.run(X[b], init[b], 3)
         np.testing.assert_array_equal(batch.centers[:, b], alone.centers)
         np.testing.assert_array_equal(batch.labels[:, b], alone.labels)
+
+
+def test_a_batch_run_split_over_threads_changes_no_bit():
+    from kmt_ref.learning import ModelConfig, init_params, to_transformer
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(5, 40, 3))
+    init = X[:, :4] + 0.05
+    config = ModelConfig(3, 4)
+    models = [kmt_ref.lloyd_transformer(3, 4, 1e4), to_transformer(init_params(config, rng), config)]
+    for model in models:
+        one = model.run(X, init, 3, reembed=True)
+        try:
+            kernels.set_threads(2)
+            two = model.run(X, init, 3, reembed=True)
+        finally:
+            kernels.set_threads(1)
+        for name in ("centers", "labels", "assignments"):
+            np.testing.assert_array_equal(getattr(one, name), getattr(two, name), err_msg=name)

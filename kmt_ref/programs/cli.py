@@ -67,6 +67,8 @@ def _scale_options(parser, results_help):
                        help="any-k, multi-step and real-data only: 128 points, batches of 8, 10,000 steps, seeds 0-2 "
                        "(their default; 24 models, under two hours on one core)")
     parser.add_argument("--results-dir", default=None, help=results_help)
+    parser.add_argument("--threads", type=integer_at_least(1), default=1,
+                        help="threads over a batch's tasks (default 1; the numbers do not depend on it)")
 
 
 def _interrupt(signum, frame):
@@ -174,6 +176,7 @@ def reproduce(name, argv=()):
     parser.add_argument("--seeds", type=_seed_list, default=None,
                         help="comma-separated seeds (default: all of the scale's seeds)")
     args = parser.parse_args(list(argv))
+    kernels.set_threads(args.threads)
     scale = args.scale or DEFAULT_SCALE.get(name, "quick")
     for special in ("figures", "beyond"):
         owners = sorted(e for e, sc in DEFAULT_SCALE.items() if sc == special)
@@ -231,8 +234,6 @@ def train_command(argv=()):
     parser.add_argument("--tau", type=positive_number, help="loss temperature (paper: 0.1)")
     parser.add_argument("--steps", type=integer_at_least(1), help="training steps (paper: 10,000)")
     parser.add_argument("--lr", type=positive_number, help="initial Adam learning rate (paper: 0.01)")
-    parser.add_argument("--threads", type=integer_at_least(1), default=1,
-                        help="threads over a batch's tasks (default 1; the numbers do not depend on it)")
     args = parser.parse_args(list(argv))
     kernels.set_threads(args.threads)
     scale = args.scale or "quick"
