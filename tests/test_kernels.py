@@ -189,3 +189,19 @@ def test_a_batch_run_split_over_threads_changes_no_bit():
             kernels.set_threads(1)
         for name in ("centers", "labels", "assignments"):
             np.testing.assert_array_equal(getattr(one, name), getattr(two, name), err_msg=name)
+
+
+def test_a_block_on_a_large_batch_gives_each_task_the_numbers_it_has_alone():
+    # The paper's sizes: batch-sized row chunks would cut each task's rows differently from a task
+    # alone, and BLAS rounds a row by where it falls in its block (this differed by 2e-16 before).
+    from kmt_ref.learning import ModelConfig, init_params, to_transformer
+
+    config = ModelConfig(32, 10)
+    model = to_transformer(init_params(config, np.random.default_rng(0)), config)
+    X = np.random.default_rng(0).normal(size=(32, 512, 32))
+    P, Q = model.layout.embed(X, X[:, :10])
+    block = model.blocks["CAX"]
+    together = kernels.add_attention(np.zeros(P.shape), P, Q, block)
+    fewer = kernels.add_attention(np.zeros(P[:8].shape), P[:8], Q[:8], block)
+    np.testing.assert_array_equal(together[:8], fewer)
+    np.testing.assert_array_equal(together[3], kernels.add_attention(np.zeros(P[3].shape), P[3], Q[3], block))
