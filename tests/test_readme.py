@@ -27,7 +27,7 @@ def test_readme_learning_table_matches_the_committed_report():
 
     rep = report()
     text = README.read_text()
-    labels = r"Lloyd|learned, tokens `\[x \\\| y\]`|learned, tokens `\[x\]` only|seeds trained so far"
+    labels = r"Lloyd|learned, tokens `\[x \\\| y\]`|learned, tokens `\[x\]` only|seeds evaluated so far"
     row = dict(re.findall(rf"^\| ({labels}) \| ([0-9.]+) \|", text, flags=re.M))
     ranges = {label: (lo, hi) for label, lo, hi in
               re.findall(rf"^\| ({labels}) \| [0-9.]+ \| ([0-9.]+) – ([0-9.]+) \|", text, flags=re.M)}
@@ -36,7 +36,7 @@ def test_readme_learning_table_matches_the_committed_report():
         assert row[label] == f"{rep[key + '_log_objective']:.3f}", label
         lo, hi = rep[key + "_log_objective_range"]
         assert ranges[label] == (f"{lo:.3f}", f"{hi:.3f}"), label
-    assert row["seeds trained so far"] == str(rep["n_seeds"])
+    assert row["seeds evaluated so far"] == str(rep["n_seeds"])
     # The README says: on every seed the learned [x | y] model ends below Lloyd and the [x]-only model above.
     assert rep["learned_log_objective_range"][1] < rep["lloyd_log_objective_range"][0]
     assert rep["d_only_log_objective_range"][0] > rep["lloyd_log_objective_range"][1]
