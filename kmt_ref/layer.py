@@ -241,7 +241,8 @@ class KMeansTransformer:
             ``assignments`` (n_layers, n, k), the raw assignment blocks, or
             ``None`` without a ``"y"`` block. A batch adds a task axis after
             the layer axis: (n_layers + 1, B, k, d), (n_layers, B, n) and
-            (n_layers, B, n, k); each task's numbers are those of running it alone.
+            (n_layers, B, n, k); each task's numbers are those of running it
+            alone (for a model with random blocks, the draws follow the batch).
         """
         batch = is_batch(X)
         X = check_batch(X, init).copy() if batch else check_data(X)
