@@ -25,10 +25,11 @@ every construction, variant and the learned model, is a test
   (m, r) intermediates for the backward pass, and ``exp`` is not evaluated
   where it underflows to 0 anyway.
 * **Linear** normalization divides by the row sums in one pass.
-* **A task at a time.** The plain path runs a batch ``(B, ...)`` task by task,
-  so chunk sizes, and with them BLAS's rounding, do not depend on the batch: a
-  task's numbers are those of running it alone. The Euclidean softmax
-  primitive works a cache-sized chunk of tasks at a time.
+* **A task at a time.** A layer on plain arrays (:func:`add_attention`) runs a
+  batch ``(B, ...)`` task by task, so chunk sizes, and with them BLAS's
+  rounding, do not depend on the batch: a task's numbers are those of running
+  it alone. The Euclidean softmax primitive works a cache-sized chunk of tasks
+  at a time.
 * **Threads over tasks.** With :func:`set_threads`, a model's run splits a
   batch's tasks across worker threads, and so does the Euclidean softmax
   primitive (NumPy releases the GIL in its kernels); every task's numbers are
