@@ -119,3 +119,13 @@ def test_attention_maps_of_the_construction_are_hard_assignments():
     np.testing.assert_allclose(maps["CAC"][counts > 0], expected[counts > 0], atol=1e-12)
     for A in maps.values():
         np.testing.assert_allclose(A.sum(axis=1), 1.0)
+
+
+def test_evaluation_does_not_depend_on_how_many_tasks_share_a_chunk():
+    config = ModelConfig(32, 10)
+    theta = init_params(config, np.random.default_rng(1))
+    X = np.random.default_rng(2).normal(size=(6, 512, 32))
+    init = X[:, :10].copy()
+    together = run_steps(theta, X, init, config, 2, chunk=6)
+    for chunk in (1, 4):
+        np.testing.assert_array_equal(run_steps(theta, X, init, config, 2, chunk=chunk), together)
