@@ -50,6 +50,13 @@ def check_instance(value, name, cls):
     return value
 
 
+def check_callable(value, name):
+    """Validate a function argument (a step, a classical twin ...)."""
+    if not callable(value):
+        raise ValueError(f"{name} must be callable; got {name}={_describe(value)}")
+    return value
+
+
 def check_name(value, name="name"):
     """Refuse anything but a non-empty string (a registry key)."""
     if not isinstance(value, str) or not value:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._validation import check_callable, check_n_steps
 from .geometry import kmeans_objective
 
 __all__ = ["Trajectory", "iterate"]
@@ -90,6 +91,8 @@ def iterate(step, X, C, n_iter, keep_assignments=False):
     -------
     Trajectory
     """
+    check_callable(step, "step")
+    n_iter = check_n_steps(n_iter, "n_iter")
     centers = np.empty((n_iter + 1,) + C.shape)
     labels = np.empty((n_iter,) + X.shape[:-1], dtype=np.intp)
     assignments = np.empty((n_iter,) + X.shape[:-1] + C.shape[-2:-1]) if keep_assignments else None

@@ -165,3 +165,7 @@ def test_iterate_records_every_iterate_of_a_step_and_nothing_else():
     assert traj.assignments.shape == (4, 6, 3) and traj.assignments[3, 0, 0] == 3
     empty = iterate(halve, X[None], np.ones((1, 3, 2)), 0)
     assert empty.centers.shape == (1, 1, 3, 2) and empty.labels.shape == (0, 1, 6) and empty.assignments is None
+    with pytest.raises(ValueError, match="n_iter"):
+        iterate(halve, X, np.ones((3, 2)), -1)
+    with pytest.raises(ValueError, match="step must be callable"):
+        iterate(None, X, np.ones((3, 2)), 1)

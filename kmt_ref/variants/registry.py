@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_instance, check_name
+from .._validation import check_callable, check_instance, check_name
 
 __all__ = ["Variant", "VARIANTS", "register_variant", "EXACT_TOL"]
 
@@ -76,8 +76,7 @@ class Variant:
     def __post_init__(self):
         check_name(self.name)
         for field in ("classical", "transformer"):
-            if not callable(getattr(self, field)):
-                raise ValueError(f"{field} must be callable; got {field}={getattr(self, field)!r}")
+            check_callable(getattr(self, field), field)
         if self.parameter is None:
             if tuple(self.values) != (None,):
                 raise ValueError(f"a variant without a parameter has values=(None,); got values={self.values!r}")
