@@ -34,6 +34,14 @@ def test_reproduce_and_report_give_the_headline_numbers(tiny, capsys):
     assert saved["command"].startswith("python -m kmt_ref") and saved["git_revision"]
     assert saved["learned_log_objective"] == rep["learned_log_objective"]
     assert len(saved["lloyd"]["median"]) == TINY["n_eval_steps"] + 1
+    # Per-seed finals, in the order of the seeds, are what the median and the range summarize.
+    for key, finals in (("lloyd", rep["lloyd_final"]), ("learned", rep["learned_final"]),
+                        ("d_only", rep["d_only_final"])):
+        assert len(finals) == rep["n_seeds"]
+        assert rep[key + "_log_objective"] == pytest.approx(np.median(finals), rel=1e-15)
+        assert rep[key + "_log_objective_range"] == [min(finals), max(finals)]
+    with open(os.path.join(tiny, "quick", "ablation.json")) as f:
+        assert json.load(f)["lloyd_final"] == rep["lloyd_final"]  # same seeds, same held-out tasks
 
 
 def test_no_train_evaluates_unfinished_checkpoints_and_says_so(tiny):
@@ -52,6 +60,9 @@ def test_every_experiment_runs_on_trained_checkpoints(tiny):
             continue
         out = experiments.run_experiment(name, "quick", tiny, progress=False)
         assert out["experiment"] == name and out["n_seeds"] == 2 and not out["partial"]
+        if name in ("generalization", "kmeanspp", "families"):
+            for row in (v for v in out.values() if isinstance(v, dict) and "options" in v):
+                assert len(row["lloyd_final"]) == len(row["learned_final"]) == 2
 
 
 def test_training_curves_summarize_every_setting_and_layout_over_seeds(monkeypatch, tmp_path, capsys):

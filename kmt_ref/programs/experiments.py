@@ -235,6 +235,7 @@ def learning(scale="quick", results_dir=None, train_missing=True, progress=True,
         no_reembed_finite_fraction=np.min(finite_raw, axis=0).tolist(),
         lloyd_log_objective=float(np.median(ll[:, -1])),
         learned_log_objective=float(np.median(m[:, -1])),
+        lloyd_final=_finite(ll[:, -1]), learned_final=_finite(m[:, -1]),
         val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
     )
 
@@ -248,6 +249,7 @@ def ablation(scale="quick", results_dir=None, train_missing=True, progress=True,
         **_status(models), lloyd=_summary(ll), d_only=_summary(m),
         lloyd_log_objective=float(np.median(ll[:, -1])),
         d_only_log_objective=float(np.median(m[:, -1])),
+        lloyd_final=_finite(ll[:, -1]), d_only_final=_finite(m[:, -1]),
         val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
     )
 
@@ -262,6 +264,7 @@ def _shift(scale, results_dir, train_missing, progress, seeds, variants):
             options=options, lloyd=_summary(ll), learned=_summary(m),
             lloyd_log_objective=float(np.median(ll[:, -1])),
             learned_log_objective=_finite([np.median(m[:, -1])])[0],
+            lloyd_final=_finite(ll[:, -1]), learned_final=_finite(m[:, -1]),
         )
     return out
 
@@ -662,7 +665,11 @@ def report(results_dir=RESULTS_DIR, scales=("paper", "quick")):
     """The committed headline numbers of the first of ``scales`` that has results.
 
     The ``*_log_objective`` values are medians over seeds after the last
-    evaluation step; ``*_log_objective_range`` are ``[min, max]`` over seeds.
+    evaluation step; ``*_log_objective_range`` are ``[min, max]`` over seeds;
+    ``*_final`` are the per-seed values, in the order of ``seeds`` (each seed
+    evaluates its models and Lloyd on the same held-out tasks, so the learned and
+    the ``[x]``-only model compare with Lloyd seed by seed; results written
+    before 0.7.0 lack them and give ``None``).
     """
     import json
 
@@ -683,6 +690,8 @@ def report(results_dir=RESULTS_DIR, scales=("paper", "quick")):
                 lloyd_log_objective_range=_final_range(lrn["lloyd"]),
                 learned_log_objective_range=_final_range(lrn["learned"]),
                 d_only_log_objective_range=_final_range(abl["d_only"]) if abl else None,
+                lloyd_final=lrn.get("lloyd_final"), learned_final=lrn.get("learned_final"),
+                d_only_final=abl.get("d_only_final"),
                 n_seeds=lrn["n_seeds"], seeds=lrn["seeds"], d_only_seeds=abl.get("seeds"), n_steps=lrn["n_steps"],
                 steps_done=lrn["steps_done"], d_only_steps_done=abl.get("steps_done"),
                 partial=bool(lrn["partial"] or abl.get("partial", False)),
