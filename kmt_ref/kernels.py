@@ -37,6 +37,7 @@ every construction, variant and the learned model, is a test
 """
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -114,15 +115,24 @@ def _over_tasks(fn, per_task, *arrays):
     size = max(1, min(TASK_CHUNK_ELEMENTS // max(1, per_task), -(-B // n_threads)))
     if size >= B:
         return fn(*arrays)
-    starts = range(0, B, size)
+    # Each chunk's results go straight into the outputs, from the thread that made them while
+    # they are still in its cache (a concatenation afterwards was one serial copy of every output).
+    outputs, lock = [], threading.Lock()
 
     def part(lo):
-        return fn(*(a[lo : lo + size] for a in arrays))
+        results = fn(*(a[lo : lo + size] for a in arrays))
+        many = isinstance(results, tuple)
+        results = results if many else (results,)
+        with lock:
+            if not outputs:
+                outputs.extend(np.empty((B,) + r.shape[1:], r.dtype) for r in results)
+        for out, r in zip(outputs, results, strict=True):
+            out[lo : lo + size] = r
+        return many
 
-    results = list(map(part, starts) if pool is None else pool.map(part, starts))
-    if isinstance(results[0], tuple):
-        return tuple(np.concatenate(r, axis=0) for r in zip(*results, strict=True))
-    return np.concatenate(results, axis=0)
+    starts = range(0, B, size)
+    many = list(map(part, starts) if pool is None else pool.map(part, starts))[0]
+    return tuple(outputs) if many else outputs[0]
 
 
 # ----------------------------------------------------------------- structure
