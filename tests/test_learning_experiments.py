@@ -185,3 +185,14 @@ def test_an_exact_distance_tie_is_detected_and_is_where_hardmax_and_lloyd_part()
     run = kmt_ref.lloyd_transformer(1, 2).run(X, init, 2)
     # averaging hardmax splits the tied point between the two centers; Lloyd gives it to the first
     assert not np.allclose(run.centers[1], ref.centers[1])
+
+
+def test_git_revision_is_the_packages_checkout_wherever_it_runs(monkeypatch, tmp_path):
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(experiments.__file__)))
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=root)
+    if head.returncode != 0:
+        pytest.skip("the package does not run from a git checkout")
+    monkeypatch.chdir(tmp_path)  # not a repository: the revision must still be the package's
+    assert experiments.git_revision().removesuffix("+dirty") == head.stdout.strip()

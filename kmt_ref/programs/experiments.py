@@ -612,11 +612,13 @@ EXPERIMENTS = {
 
 
 def git_revision():
+    """The commit of the checkout this package runs from (not of the working directory), or ``"unknown"``."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=root)
         # Checkpoints of runs in progress change under kmt_ref/results; only code makes a result "dirty".
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "kmt_ref", ":(exclude)kmt_ref/results"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+                               capture_output=True, text=True, check=True, cwd=root).stdout.strip()
         return out.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
