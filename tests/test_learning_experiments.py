@@ -61,7 +61,9 @@ def test_every_experiment_runs_on_trained_checkpoints(tiny):
         out = experiments.run_experiment(name, "quick", tiny, progress=False)
         assert out["experiment"] == name and out["n_seeds"] == 2 and not out["partial"]
         if name in ("generalization", "kmeanspp", "families"):
-            for row in (v for v in out.values() if isinstance(v, dict) and "options" in v):
+            rows = [v for v in out.values() if isinstance(v, dict) and "options" in v]
+            assert rows
+            for row in rows:
                 assert len(row["lloyd_final"]) == len(row["learned_final"]) == 2
 
 
