@@ -23,7 +23,10 @@ every construction, variant and the learned model, is a test
 * **Euclidean softmax** is an ``autograd`` primitive with a hand-written
   vector-Jacobian product (:func:`euclidean_softmax_attention`): it keeps no
   (m, r) intermediates for the backward pass, and ``exp`` is not evaluated
-  where it underflows to 0 anyway.
+  where it underflows to 0 anyway. The projections of traced tokens are a
+  primitive too (:func:`project`), so that a training step runs almost all
+  of its work per task, on the threads; both give the gradient autograd
+  gives for the operations written out, bit for bit.
 * **Linear** normalization divides by the row sums in one pass.
 * **A task at a time.** A layer on plain arrays (:func:`add_attention`) runs a
   batch ``(B, ...)`` task by task, so chunk sizes, and with them BLAS's
@@ -50,7 +53,7 @@ from .attention import NORMALIZERS, SCORES
 from .geometry import CHUNK_ELEMENTS
 
 __all__ = ["add_attention", "attend", "attend_parts", "is_plain", "structure", "euclidean_softmax_attention",
-           "set_threads", "threads", "over_task_slices"]
+           "project", "set_threads", "threads", "over_task_slices"]
 
 #: Scores held at once by the plain-array paths (fits a core's cache).
 CACHE_ELEMENTS = 2**15
@@ -274,12 +277,50 @@ def _softmax_inplace(S):
     return S
 
 
-def _esa_forward(queries, keys, values, gamma):
-    return np.matmul(_euclidean_softmax_weights(queries, keys, gamma), values)
+def _esa_forward(queries, keys, values, gamma, rows):
+    """The attention of each chunk of ``rows`` query rows."""
+    m = queries.shape[-2]
+    if m <= rows:
+        return np.matmul(_euclidean_softmax_weights(queries, keys, gamma), values)
+    out = np.empty(queries.shape[:-1] + values.shape[-1:])
+    for a in range(0, m, rows):
+        out[..., a : a + rows, :] = np.matmul(_euclidean_softmax_weights(queries[..., a : a + rows, :], keys, gamma),
+                                              values)
+    return out
+
+
+def _esa_chunk_backward(queries, keys, values, G, gamma):
+    """``(dQ, dK, dV)`` of one chunk of query rows (the formulas of :func:`euclidean_softmax_attention`)."""
+    A = _euclidean_softmax_weights(queries, keys, gamma)
+    dS = np.matmul(G, np.swapaxes(values, -1, -2))  # dA, turned into dS in place
+    dS -= np.sum(A * dS, axis=-1, keepdims=True)
+    dS *= A
+    dQ = 2.0 * gamma * np.matmul(dS, keys)
+    cols = np.sum(dS, axis=-2)[..., :, None]
+    dK = 2.0 * gamma * (np.matmul(np.swapaxes(dS, -1, -2), queries) - cols * keys)
+    return dQ, dK, np.matmul(np.swapaxes(A, -1, -2), G)
+
+
+def _esa_backward(queries, keys, values, G, gamma, rows):
+    """``(dQ, dK, dV)`` over all chunks of query rows.
+
+    The chunks' ``dK`` and ``dV`` are summed last chunk first: the order in which
+    ``autograd`` accumulated them when each chunk was a node of its own, kept so
+    that gradients (and with them trained models) stay the same to the bit.
+    """
+    m = queries.shape[-2]
+    if m <= rows:
+        return _esa_chunk_backward(queries, keys, values, G, gamma)
+    dQ, dK, dV = np.empty(queries.shape), None, None
+    for a in reversed(range(0, m, rows)):
+        gq, gk, gv = _esa_chunk_backward(queries[..., a : a + rows, :], keys, values, G[..., a : a + rows, :], gamma)
+        dQ[..., a : a + rows, :] = gq
+        dK, dV = (gk, gv) if dK is None else (dK + gk, dV + gv)
+    return dQ, dK, dV
 
 
 @primitive
-def euclidean_softmax_attention(queries, keys, values, gamma):
+def euclidean_softmax_attention(queries, keys, values, gamma, rows):
     """Fused Euclidean softmax attention ``softmax(-gamma ||q_a - k_b||^2) @ values``.
 
     Parameters
@@ -291,6 +332,8 @@ def euclidean_softmax_attention(queries, keys, values, gamma):
     values : ndarray, shape (..., r, Dv)
     gamma : float
         Inverse temperature (not differentiated).
+    rows : int
+        Query rows attended at once (bounds the memory; not differentiated).
 
     Returns
     -------
@@ -308,47 +351,87 @@ def euclidean_softmax_attention(queries, keys, values, gamma):
         dK = 2 gamma (dS^T Q - colsum(dS) * K)
 
     ``A`` is recomputed in the backward pass instead of stored, so the
-    backward pass holds one (..., m, r) array at a time, where autograd's
+    backward pass holds one (..., rows, r) array at a time, where autograd's
     generic differentiation of the reference path would keep every
     intermediate (distances, shifted scores, exponentials, weights).
     """
     per_task = queries.shape[-2] * keys.shape[-2]
-    return _over_tasks(lambda q, k, v: _esa_forward(q, k, v, gamma), per_task, queries, keys, values)
-
-
-def _esa_backward(queries, keys, values, G, gamma, argnums):
-    A = _euclidean_softmax_weights(queries, keys, gamma)
-    out = []
-    if 0 in argnums or 1 in argnums:
-        dS = np.matmul(G, np.swapaxes(values, -1, -2))  # dA, turned into dS in place
-        dS -= np.sum(A * dS, axis=-1, keepdims=True)
-        dS *= A
-    for i in argnums:
-        if i == 0:
-            out.append(2.0 * gamma * np.matmul(dS, keys))
-        elif i == 1:
-            cols = np.sum(dS, axis=-2)[..., :, None]
-            out.append(2.0 * gamma * (np.matmul(np.swapaxes(dS, -1, -2), queries) - cols * keys))
-        else:
-            out.append(np.matmul(np.swapaxes(A, -1, -2), G))
-    return tuple(out)
+    return _over_tasks(lambda q, k, v: _esa_forward(q, k, v, gamma, rows), per_task, queries, keys, values)
 
 
 def _esa_vjp(argnums, ans, args, kwargs):
     """VJP of :func:`euclidean_softmax_attention` for the requested arguments."""
-    queries, keys, values, gamma = args
-    if 3 in argnums:
-        raise NotImplementedError("euclidean_softmax_attention is not differentiable in gamma")
+    queries, keys, values, gamma, rows = args
+    if 3 in argnums or 4 in argnums:
+        raise NotImplementedError("euclidean_softmax_attention is not differentiable in gamma or rows")
 
     def vjp(G):
         per_task = queries.shape[-2] * keys.shape[-2]
-        return _over_tasks(lambda q, k, v, g: _esa_backward(q, k, v, g, gamma, argnums), per_task,
-                           queries, keys, values, G)
+        grads = _over_tasks(lambda q, k, v, g: _esa_backward(q, k, v, g, gamma, rows), per_task,
+                            queries, keys, values, G)
+        return tuple(grads[i] for i in argnums)
 
     return vjp
 
 
 defvjp_argnums(euclidean_softmax_attention, _esa_vjp)
+
+
+def _sum_leading(x, ndim):
+    """Sum the leading axes of ``x`` away down to ``ndim`` axes, one at a time, as ``autograd`` unbroadcasts."""
+    while x.ndim > ndim:
+        x = np.sum(x, axis=0)
+    return x
+
+
+@primitive
+def project(Z, W, b):
+    """``Z @ W.T + b`` (``b`` may be None) for autograd, a cache-sized chunk of tasks at a time on the threads.
+
+    Parameters
+    ----------
+    Z : ndarray, shape (..., m, D)
+    W : ndarray, shape (D', D)
+    b : ndarray, shape (D',), or None
+
+    Returns
+    -------
+    ndarray, shape (..., m, D')
+
+    Notes
+    -----
+    The gradient is ``autograd``'s for the same expression, bit for bit:
+    ``dZ = G W`` and the per-task products ``Z^T G`` are computed a chunk of
+    tasks at a time (in parallel), then ``dW`` and ``db`` sum them over the
+    tasks one task after the other, in autograd's order.
+    """
+    return _over_tasks(lambda z: _plain_project(z, W, b), Z.shape[-2] * W.shape[0], Z)
+
+
+def _plain_project(Z, W, b):
+    out = np.matmul(Z, np.swapaxes(W, -1, -2))
+    return out if b is None else out + b
+
+
+def _project_vjp(argnums, ans, args, kwargs):
+    Z, W, b = args
+
+    def parts(z, g):
+        return tuple(np.matmul(g, W) if i == 0 else np.matmul(np.swapaxes(z, -1, -2), g) for i in argnums if i < 2)
+
+    def vjp(G):
+        per_task = _over_tasks(parts, G.shape[-2] * G.shape[-1], Z, G) if 0 in argnums or 1 in argnums else ()
+        grads = dict(zip([i for i in argnums if i < 2], per_task, strict=True))
+        if 1 in grads:
+            grads[1] = np.swapaxes(_sum_leading(grads[1], 2), -1, -2)
+        if 2 in argnums:
+            grads[2] = _sum_leading(G, 1)
+        return tuple(grads[i] for i in argnums)
+
+    return vjp
+
+
+defvjp_argnums(project, _project_vjp)
 
 
 @primitive
@@ -486,6 +569,11 @@ def attend_parts(Zq, Zk, block, rng=None):
         raise ValueError(
             f"identity attention needs as many queries as keys; got m={Zq.shape[-2]}, r={Zk.shape[-2]}")
     plain = is_plain(Zq, Zk, block)
+    fused = block.score == "euclidean" and block.normalizer == "softmax" and not block.params
+    m, r = Zq.shape[-2], Zk.shape[-2]
+    batch = int(np.prod(Zq.shape[:-2], dtype=int))
+    # Query rows per chunk of the traced paths: at most CHUNK_ELEMENTS scores of the batch at once.
+    chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
     if plain:
         st = structure(block)
         rows, values = st.value_rows, st.values(Zk)
@@ -494,27 +582,16 @@ def attend_parts(Zq, Zk, block, rng=None):
         queries, keys = st.queries(Zq), st.keys(Zk)
     else:
         rows = None
-        values = anp.matmul(Zk, anp.swapaxes(block.Wv, -1, -2))
-        values = values if block.bv is None else values + block.bv
+        values = project(Zk, block.Wv, block.bv)
         if block.normalizer == "identity":
             return values, rows
-        queries = anp.matmul(Zq, anp.swapaxes(block.Wq, -1, -2))
-        queries = queries if block.bq is None else queries + block.bq
-        keys = anp.matmul(Zk, anp.swapaxes(block.Wk, -1, -2))
-        keys = keys if block.bk is None else keys + block.bk
+        queries, keys = project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk)
     extra = dict(block.params)
     if norm.needs_rng:
         extra["rng"] = rng
-    fused = block.score == "euclidean" and block.normalizer == "softmax" and not block.params
-    m, r = Zq.shape[-2], Zk.shape[-2]
-    batch = int(np.prod(Zq.shape[:-2], dtype=int))
     if not plain and fused and Zq.shape[:-2] == Zk.shape[:-2]:
-        chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
-        parts = [euclidean_softmax_attention(_query_rows(queries, a, a + chunk), keys, values, block.gamma)
-                 for a in range(0, m, chunk)]
-        return (parts[0] if len(parts) == 1 else anp.concatenate(parts, axis=-2)), rows
+        return euclidean_softmax_attention(queries, keys, values, block.gamma, chunk), rows
     if not plain:
-        chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
         parts = []
         for a in range(0, m, chunk):
             s = SCORES[block.score](_query_rows(queries, a, a + chunk), keys)
@@ -524,11 +601,10 @@ def attend_parts(Zq, Zk, block, rng=None):
         return (parts[0] if len(parts) == 1 else anp.concatenate(parts, axis=-2)), rows
     # Few keys per query: chunks that stay in a core's cache; many (a point-to-point block): chunks
     # of STREAM_ELEMENTS. Random normalizers draw per chunk: their chunks keep the committed size.
-    chunk = CACHE_ELEMENTS // max(1, r * batch)
-    if norm.needs_rng:
-        chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
-    elif chunk < 256:
-        chunk = max(1, STREAM_ELEMENTS // max(1, r * batch))
+    if not norm.needs_rng:
+        chunk = CACHE_ELEMENTS // max(1, r * batch)
+        if chunk < 256:
+            chunk = max(1, STREAM_ELEMENTS // max(1, r * batch))
     if block.normalizer == "linear" and m <= 256 and m * r > STREAM_ELEMENTS:
         # Few queries, so many keys that the query rows would each stream them: keys in chunks
         # (decided per task, so that a task's numbers do not depend on its batch).

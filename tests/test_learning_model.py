@@ -1,10 +1,11 @@
 import autograd
+import autograd.numpy as anp
 import numpy as np
 import pytest
 from autograd.test_util import check_grads
 
 from kmt_ref import attention, kernels, lloyd_transformer
-from kmt_ref.kernels import euclidean_softmax_attention
+from kmt_ref.kernels import euclidean_softmax_attention, project
 from kmt_ref.learning.model import (
     ModelConfig,
     forward,
@@ -18,10 +19,41 @@ from kmt_ref.learning.train import TrainConfig, batch_loss
 from kmt_ref.tasks import sample_tasks
 
 
-def test_fused_attention_vjp_passes_check_grads():
+@pytest.mark.parametrize("rows", [5, 2])
+def test_fused_attention_vjp_passes_check_grads(rows):
     rng = np.random.default_rng(0)
     q, k, v = rng.normal(size=(2, 5, 3)), rng.normal(size=(2, 7, 3)), rng.normal(size=(2, 7, 4))
-    check_grads(lambda q, k, v: euclidean_softmax_attention(q, k, v, 0.7), modes=["rev"], order=1)(q, k, v)
+    check_grads(lambda q, k, v: euclidean_softmax_attention(q, k, v, 0.7, rows), modes=["rev"], order=1)(q, k, v)
+
+
+def test_fused_attention_in_chunks_has_the_gradient_of_its_chunks_as_separate_nodes():
+    # The chunks' key and value gradients are summed in the order autograd sums separate nodes.
+    rng = np.random.default_rng(1)
+    q, k, v = rng.normal(size=(2, 7, 3)), rng.normal(size=(2, 6, 3)), rng.normal(size=(2, 6, 4))
+    weight = rng.normal(size=(2, 7, 4))
+
+    def chunked(q, k, v):
+        return anp.sum(euclidean_softmax_attention(q, k, v, 0.7, 2) * weight)
+
+    def separate(q, k, v):
+        parts = [euclidean_softmax_attention(q[:, a : a + 2], k, v, 0.7, 2) for a in range(0, 7, 2)]
+        return anp.sum(anp.concatenate(parts, axis=1) * weight)
+
+    for i in range(3):
+        np.testing.assert_array_equal(autograd.grad(chunked, i)(q, k, v), autograd.grad(separate, i)(q, k, v))
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 4), (5, 4)])
+def test_projection_gradient_is_autograds_bit_for_bit(shape):
+    rng = np.random.default_rng(2)
+    Z, W, b = rng.normal(size=shape), rng.normal(size=(6, 4)), rng.normal(size=6)
+    G = rng.normal(size=shape[:-1] + (6,))
+    check_grads(project, modes=["rev"], order=1)(Z, W, b)
+    for i in range(3):
+        ours = autograd.grad(lambda *a: anp.sum(project(*a) * G), i)(Z, W, b)
+        plain = autograd.grad(lambda Z, W, b: anp.sum((anp.matmul(Z, anp.swapaxes(W, -1, -2)) + b) * G), i)(Z, W, b)
+        np.testing.assert_array_equal(ours, plain)
+    np.testing.assert_array_equal(project(Z, W, None), Z @ W.T)
 
 
 def _tiny():
