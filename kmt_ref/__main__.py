@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from .programs._cli import integer_at_least
+from .programs._cli import integer_at_least, keep_freed_memory
 from .programs.cli import EXPERIMENT_HELP
 
 #: BLAS thread variables pinned for ``verify`` and ``bench`` (read when NumPy loads, hence a child process).
@@ -56,6 +56,7 @@ def main(argv=None):
     p.add_argument("options", nargs=argparse.REMAINDER, help="see: train -h")
     if argv is None:
         argv = sys.argv[1:]
+    keep_freed_memory()
     if argv[:1] == ["train"]:  # all of its options are its own
         from .programs.cli import train_command
 

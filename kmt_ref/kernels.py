@@ -115,7 +115,9 @@ def _over_tasks(fn, per_task, *arrays):
     if arrays[0].ndim < 3:
         return fn(*arrays)
     pool, n_threads, B = _pool["executor"], _pool["threads"], arrays[0].shape[0]
-    size = max(1, min(TASK_CHUNK_ELEMENTS // max(1, per_task), -(-B // n_threads)))
+    if B * per_task <= CACHE_ELEMENTS:
+        pool = None  # less work than handing it to a thread costs
+    size = max(1, min(TASK_CHUNK_ELEMENTS // max(1, per_task), -(-B // (1 if pool is None else n_threads))))
     if size >= B:
         return fn(*arrays)
     # Each chunk's results go straight into the outputs, from the thread that made them while

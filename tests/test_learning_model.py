@@ -130,10 +130,12 @@ def test_wrong_parameter_vector_raises():
 def test_training_step_timing_compares_fused_and_generic_gradients():
     from kmt_ref.programs.training_bench import format_training_step, time_training_step
 
-    res = time_training_step(n=16, d=2, k=3, batch=2, repeats=1)
+    res = time_training_step(n=16, d=2, k=3, batch=4, repeats=1, threads=(1, 2))
     assert res["max_grad_difference"] < 1e-9
-    assert res["fused"]["step"] > 0 and res["generic"]["step"] > 0
-    assert "speed-up" in format_training_step(res)
+    assert res["threads_identical"] is True
+    assert res["fused"]["step"] > 0 and res["generic"]["step"] > 0 and res["fused, 2 threads"]["step"] > 0
+    text = format_training_step(res)
+    assert "speed-up" in text and "fused, 2 threads" in text
 
 
 def test_attention_maps_of_the_construction_are_hard_assignments():

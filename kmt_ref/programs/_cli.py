@@ -1,8 +1,31 @@
-"""Argument types shared by the command lines (``python -m kmt_ref ...``)."""
+"""Argument types and process settings shared by the command lines (``python -m kmt_ref ...``)."""
 
 import argparse
+import ctypes
+import ctypes.util
 
-__all__ = ["integer_at_least", "positive_number"]
+__all__ = ["integer_at_least", "positive_number", "keep_freed_memory"]
+
+#: glibc ``mallopt`` parameters (``malloc.h``).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def keep_freed_memory():
+    """Let glibc's ``malloc`` keep freed memory for reuse; whether it could (False off glibc).
+
+    NumPy's temporaries in a training step are up to megabytes each. By
+    default glibc maps such blocks fresh and returns them to the system when
+    they are freed, so every step faults their pages in again, and page faults
+    of two threads wait for each other. Blocks up to 32 MB (glibc's largest
+    setting) now come from the heap, and the heap is not trimmed below 2 GB.
+    Numbers do not change; only where arrays live.
+    """
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    return bool(mallopt(_M_MMAP_THRESHOLD, 32 * 2**20)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
 
 
 def integer_at_least(low):

@@ -27,7 +27,7 @@ def _timed(fn):
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=True, threads=1):
+def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=True, threads=(1,)):
     """Median seconds of the forward pass and of a full step (loss + gradient).
 
     Parameters
@@ -38,33 +38,39 @@ def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=T
         Timed repetitions of each variant, after one warm-up.
     seed : int
     generic : bool
-        Also time autograd's differentiation of the reference attention,
-        for the speed-up of the hand-written gradient.
-    threads : int
-        Threads over the batch's tasks (:func:`kmt_ref.kernels.set_threads`).
+        Also time autograd's differentiation of the reference attention (on
+        one thread), for the speed-up of the hand-written gradient.
+    threads : tuple of int
+        Thread counts over the batch's tasks (:func:`kmt_ref.kernels.set_threads`)
+        at which the fast kernels are timed, one after the other in every
+        repetition, so that their ratio is measured under the same load.
 
     Returns
     -------
     dict
-        ``setting``; per variant (``"fused"``, ``"generic"``) the median
-        ``forward``, ``step`` and ``backward = step - forward`` in wall
-        seconds, and ``step_cpu``, the process CPU seconds of a step;
+        ``setting``; per variant the median ``forward``, ``step`` and
+        ``backward = step - forward`` in wall seconds, and ``step_cpu``, the
+        process CPU seconds of a step: ``"fused"`` on ``threads[0]`` threads,
+        ``"fused, T threads"`` on each further count ``T``, ``"generic"``;
         ``speedup`` = generic step / fused step; ``max_grad_difference``
-        between the two gradients (they must agree).
+        between the two gradients (they must agree); ``threads_identical``:
+        whether every thread count gave the same gradient, bit for bit.
     """
     config = TrainConfig(d=d, k=k, n=n, batch=batch)
     rng = np.random.default_rng(seed)
     theta = init_params(config.model, rng)
     X, init = sample_tasks(rng, batch, **config.task_kwargs())
     grad_fn = autograd.value_and_grad(batch_loss)
-    variants = {"fused": kernels.attend, "generic": attention.attend} if generic else {"fused": kernels.attend}
+    variants = {("fused" if i == 0 else f"fused, {t} threads"): (kernels.attend, t) for i, t in enumerate(threads)}
+    if generic:
+        variants["generic"] = (attention.attend, 1)
     times = {v: {"forward": [], "step": [], "step_cpu": []} for v in variants}
     grads = {}
     saved = kernels.threads()
-    kernels.set_threads(threads)
     try:
         for rep in range(repeats + 1):
-            for name, attend in variants.items():
+            for name, (attend, t) in variants.items():
+                kernels.set_threads(t)
                 f, _ = _timed(lambda attend=attend: batch_loss(theta, X, init, config, attend))
                 s, c = _timed(lambda name=name, attend=attend:
                               grads.__setitem__(name, grad_fn(theta, X, init, config, attend)[1]))
@@ -74,11 +80,13 @@ def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=T
                     times[name]["step_cpu"].append(c)
     finally:
         kernels.set_threads(saved)
-    out = {"setting": dict(n=n, d=d, k=k, batch=batch, repeats=repeats, threads=threads)}
+    out = {"setting": dict(n=n, d=d, k=k, batch=batch, repeats=repeats, threads=list(threads))}
     for name in variants:
         f, s = float(np.median(times[name]["forward"])), float(np.median(times[name]["step"]))
         out[name] = dict(forward=f, step=s, backward=s - f,
                          step_cpu=float(np.median(times[name]["step_cpu"])))
+    fused = [name for name in variants if name.startswith("fused")]
+    out["threads_identical"] = all(np.array_equal(grads[name], grads["fused"]) for name in fused)
     if generic:
         out["speedup"] = out["generic"]["step"] / out["fused"]["step"]
         out["max_grad_difference"] = float(np.max(np.abs(grads["fused"] - grads["generic"])))
@@ -90,7 +98,7 @@ def format_training_step(res):
     s = res["setting"]
     lines = [f"training step, n={s['n']}, d={s['d']}, k={s['k']}, batch {s['batch']} "
              f"(medians of {s['repeats']}; target <= 0.4 s/step)"]
-    for name in ("fused", "generic"):
+    for name in [v for v in res if v.startswith("fused")] + ["generic"]:
         if name in res:
             r = res[name]
             lines.append(f"  {name:<8} forward {r['forward']:.3f} s  backward {r['backward']:.3f} s  "
