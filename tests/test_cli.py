@@ -55,3 +55,29 @@ def test_verify_in_two_processes_gives_the_same_rows(capsys, monkeypatch):
     one = capsys.readouterr().out
     assert main(["verify", "--quick", "--json", "--jobs", "2"]) == 0
     assert capsys.readouterr().out == one
+
+
+def test_the_command_line_keeps_freed_memory_on_glibc_and_numbers_do_not_move():
+    import platform
+    import subprocess
+    import sys
+
+    from kmt_ref.programs._cli import keep_freed_memory
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's")
+    script = ("import numpy as np, autograd, sys\n"
+              "from kmt_ref.programs._cli import keep_freed_memory\n"
+              "if sys.argv[1] == '1': assert keep_freed_memory()\n"
+              "from kmt_ref.learning.model import init_params\n"
+              "from kmt_ref.learning.train import TrainConfig, batch_loss\n"
+              "from kmt_ref.tasks import sample_tasks\n"
+              "c = TrainConfig(d=3, k=4, n=300, batch=3)\n"
+              "rng = np.random.default_rng(0)\n"
+              "theta = init_params(c.model, rng)\n"
+              "X, init = sample_tasks(rng, 3, **c.task_kwargs())\n"
+              "print(autograd.grad(batch_loss)(theta, X, init, c).tobytes().hex())\n")
+    runs = [subprocess.run([sys.executable, "-c", script, flag], capture_output=True, text=True, check=True).stdout
+            for flag in ("0", "1")]
+    assert runs[0] == runs[1] and len(runs[0]) > 100
+    assert keep_freed_memory() is True

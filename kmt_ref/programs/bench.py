@@ -1,7 +1,8 @@
 """``python -m kmt_ref bench``: speed ratios measured side by side, in one run.
 
-Timings are medians of repeated runs on the same data, so the ratios are
-meaningful even on a busy machine; absolute times are not. Peak memory is the
+Timings are medians of repeated runs on the same data, the runs compared
+taking turns, so the ratios are meaningful even on a busy machine; absolute
+times are not. Peak memory is the
 largest NumPy allocation seen by ``tracemalloc`` during one run.
 """
 
@@ -18,21 +19,32 @@ from ..layer import BLOCK_NAMES, transformer_layer
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import gaussian_mixture
 
-__all__ = ["run_bench", "format_bench", "median_time", "peak_memory", "layer_breakdown"]
+__all__ = ["run_bench", "format_bench", "median_time", "median_times", "peak_memory", "layer_breakdown"]
 
 #: Targets, as ratios to an anchor measured in the same run.
 TARGETS = {"transformer / lloyd": 3.0, "lloyd / kmeans2": 1.5, "training step, 2 threads / 1 thread": 1 / 1.6}
 
 
+def median_times(fns, repeats):
+    """``{name: median wall time}`` of ``repeats`` calls of each ``fns[name]()`` (after one warm-up each).
+
+    The functions take turns within every repeat, so that a change of the
+    machine's load during the measurement affects all of them alike.
+    """
+    times = {name: [] for name in fns}
+    for fn in fns.values():
+        fn()
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
 def median_time(fn, repeats):
     """Median wall time of ``repeats`` calls of ``fn()`` (after one warm-up)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return median_times({"fn": fn}, repeats)["fn"]
 
 
 def peak_memory(fn):
@@ -117,7 +129,7 @@ def run_bench(repeats=5, quick=False):
     for name, model in models.items():
         runs[f"transformer {name}"] = lambda model=model: model.run(X, init, n_iter, keep_assignments=False)
     runs["transformer gamma=inf, all assignments kept"] = lambda: models["gamma=inf"].run(X, init, n_iter)
-    t = {name: median_time(fn, repeats) for name, fn in runs.items()}
+    t = median_times(runs, repeats)
     Xf, initf, _ = gaussian_mixture(rng, n=n_faithful, d=2, k=5)
     faithful = lloyd_transformer(2, 5, gamma=1e4, config="faithful")
 
@@ -204,6 +216,6 @@ def format_bench(res):
         want = 1 / TARGETS["training step, 2 threads / 1 thread"]
         same = "the same gradient" if res["training_step"]["threads_identical"] else "A DIFFERENT GRADIENT"
         lines.append(f"  on 2 threads (tasks split across them, timed in turn with 1): step {two['step']:.3f} s, "
-                     f"{1 / r:.2f}x faster than on 1 (target >= {want:.1f}x: {'met' if 1 / r >= want else 'missed'}; "
+                     f"{1 / r:.3f}x faster than on 1 (target >= {want:.1f}x: {'met' if 1 / r >= want else 'missed'}; "
                      f"needs two idle cores), {same} bit for bit")
     return "\n".join(lines)

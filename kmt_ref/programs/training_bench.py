@@ -1,8 +1,10 @@
 """Time one training step of the learnable model, split into forward and backward.
 
-The fast kernels (their Euclidean softmax primitive has a hand-written
-gradient) and autograd's differentiation of the reference attention are timed alternately on the same batch, so their
-ratio is meaningful even on a busy machine; absolute wall times are not.
+The fast kernels (their Euclidean softmax attention and projections have
+hand-written gradients), on each thread count asked for, and autograd's
+differentiation of the reference attention are timed in turn on the same
+batch, so their ratios are meaningful even on a busy machine; absolute wall
+times are not.
 The process CPU time is reported too: on a shared machine it is the better
 estimate of the wall time on an idle one (with one BLAS thread they agree).
 """
