@@ -115,28 +115,31 @@ def _over_tasks(fn, per_task, *arrays):
     if arrays[0].ndim < 3:
         return fn(*arrays)
     pool, n_threads, B = _pool["executor"], _pool["threads"], arrays[0].shape[0]
-    if B * per_task <= CACHE_ELEMENTS:
-        pool = None  # less work than handing it to a thread costs
-    size = max(1, min(TASK_CHUNK_ELEMENTS // max(1, per_task), -(-B // (1 if pool is None else n_threads))))
-    if size >= B:
+    if pool is None or B * per_task <= CACHE_ELEMENTS:  # less work than handing it to a thread costs
+        pool, n_threads = None, 1
+    # Chunks of at most TASK_CHUNK_ELEMENTS, as many as a multiple of the threads, of nearly equal sizes.
+    n_chunks = -(-B // max(1, TASK_CHUNK_ELEMENTS // max(1, per_task)))
+    n_chunks = min(B, -(-n_chunks // n_threads) * n_threads)
+    if n_chunks <= 1:
         return fn(*arrays)
+    bounds = [B * i // n_chunks for i in range(n_chunks + 1)]
     # Each chunk's results go straight into the outputs, from the thread that made them while
     # they are still in its cache (a concatenation afterwards was one serial copy of every output).
     outputs, lock = [], threading.Lock()
 
-    def part(lo):
-        results = fn(*(a[lo : lo + size] for a in arrays))
+    def part(i):
+        lo, hi = bounds[i], bounds[i + 1]
+        results = fn(*(a[lo:hi] for a in arrays))
         many = isinstance(results, tuple)
         results = results if many else (results,)
         with lock:
             if not outputs:
                 outputs.extend(np.empty((B,) + r.shape[1:], r.dtype) for r in results)
         for out, r in zip(outputs, results, strict=True):
-            out[lo : lo + size] = r
+            out[lo:hi] = r
         return many
 
-    starts = range(0, B, size)
-    many = list(map(part, starts) if pool is None else pool.map(part, starts))[0]
+    many = list(map(part, range(n_chunks)) if pool is None else pool.map(part, range(n_chunks)))[0]
     return tuple(outputs) if many else outputs[0]
 
 
