@@ -189,11 +189,13 @@ def _validate(theta, config, val):
     """Validation ratio (mean of per-task objective / Lloyd objective) and mean objective."""
     X, init, lloyd_obj = val
     B = config.batch
-    obj = np.concatenate([
-        kmeans_objective(X[i : i + B], forward(theta, X[i : i + B], init[i : i + B], config.model,
-                                                n_layers=config.n_layers))
-        for i in range(0, X.shape[0], B)
-    ])
+
+    def objectives(tasks):  # a task's objective does not depend on the tasks it is batched with
+        batches = [slice(i, min(i + B, tasks.stop)) for i in range(tasks.start, tasks.stop, B)]
+        return [kmeans_objective(X[b], forward(theta, X[b], init[b], config.model, n_layers=config.n_layers))
+                for b in batches]
+
+    obj = np.concatenate([o for part in kernels.over_task_slices(objectives, X.shape[0]) for o in part])
     return float(np.mean(obj / lloyd_obj)), float(np.mean(obj))
 
 
