@@ -2,8 +2,8 @@
 
 Timings are medians of repeated runs on the same data, the runs compared
 taking turns, so the ratios are meaningful even on a busy machine; absolute
-times are not. Peak memory is the
-largest NumPy allocation seen by ``tracemalloc`` during one run.
+times are not. Peak memory is the largest NumPy allocation seen by
+``tracemalloc`` during one run.
 """
 
 import time
