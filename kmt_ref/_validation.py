@@ -278,6 +278,14 @@ def check_int(value, name, low=None, high=None):
     return value
 
 
+def check_projection(Z, W, b):
+    """Validate the operands of ``Z @ W.T + b``: ``Z`` (..., m, D), ``W`` (D', D), ``b`` (D',) or None."""
+    zs, ws, bs = np.shape(Z), np.shape(W), None if b is None else np.shape(b)
+    if len(zs) < 2 or len(ws) != 2 or zs[-1] != ws[1] or (bs is not None and bs != ws[:1]):
+        raise ValueError("a projection needs Z of shape (..., m, D), W of shape (D', D) and b of shape (D',) "
+                         f"or None; got Z.shape={zs}, W.shape={ws}, b.shape={bs}")
+
+
 def check_bool(value, name):
     """Validate a flag: Python or NumPy bool only (no strings, no numbers)."""
     value = _scalar(value)

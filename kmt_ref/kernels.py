@@ -48,7 +48,7 @@ import autograd.numpy as anp
 import numpy as np
 from autograd.extend import defvjp, defvjp_argnums, primitive
 
-from ._validation import check_int, check_rng
+from ._validation import check_int, check_projection, check_rng
 from .attention import NORMALIZERS, SCORES
 from .geometry import CHUNK_ELEMENTS
 
@@ -98,8 +98,13 @@ def over_task_slices(fn, n_tasks):
     pool, n = _pool["executor"], _pool["threads"]
     if pool is None or n_tasks < 2:
         return [fn(slice(0, n_tasks))]
-    bounds = np.linspace(0, n_tasks, min(n, n_tasks) + 1).astype(int)
-    return list(pool.map(fn, [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]))
+    return list(pool.map(fn, _even_slices(n_tasks, min(n, n_tasks))))
+
+
+def _even_slices(n, parts):
+    """``parts`` contiguous slices of ``range(n)`` whose lengths differ by at most one."""
+    bounds = [n * i // parts for i in range(parts + 1)]
+    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def _over_tasks(fn, per_task, *arrays):
@@ -122,24 +127,23 @@ def _over_tasks(fn, per_task, *arrays):
     n_chunks = min(B, -(-n_chunks // n_threads) * n_threads)
     if n_chunks <= 1:
         return fn(*arrays)
-    bounds = [B * i // n_chunks for i in range(n_chunks + 1)]
     # Each chunk's results go straight into the outputs, from the thread that made them while
     # they are still in its cache (a concatenation afterwards was one serial copy of every output).
     outputs, lock = [], threading.Lock()
 
-    def part(i):
-        lo, hi = bounds[i], bounds[i + 1]
-        results = fn(*(a[lo:hi] for a in arrays))
+    def part(chunk):
+        results = fn(*(a[chunk] for a in arrays))
         many = isinstance(results, tuple)
         results = results if many else (results,)
         with lock:
             if not outputs:
                 outputs.extend(np.empty((B,) + r.shape[1:], r.dtype) for r in results)
         for out, r in zip(outputs, results, strict=True):
-            out[lo:hi] = r
+            out[chunk] = r
         return many
 
-    many = list(map(part, range(n_chunks)) if pool is None else pool.map(part, range(n_chunks)))[0]
+    chunks = _even_slices(B, n_chunks)
+    many = list(map(part, chunks) if pool is None else pool.map(part, chunks))[0]
     return tuple(outputs) if many else outputs[0]
 
 
@@ -360,6 +364,7 @@ def euclidean_softmax_attention(queries, keys, values, gamma, rows):
     generic differentiation of the reference path would keep every
     intermediate (distances, shifted scores, exponentials, weights).
     """
+    rows = check_int(rows, "rows", low=1)
     per_task = queries.shape[-2] * keys.shape[-2]
     return _over_tasks(lambda q, k, v: _esa_forward(q, k, v, gamma, rows), per_task, queries, keys, values)
 
@@ -410,6 +415,7 @@ def project(Z, W, b):
     tasks at a time (in parallel), then ``dW`` and ``db`` sum them over the
     tasks one task after the other, in autograd's order.
     """
+    check_projection(Z, W, b)
     return _over_tasks(lambda z: _plain_project(z, W, b), Z.shape[-2] * W.shape[0], Z)
 
 

@@ -93,6 +93,7 @@ def test_checks_routed_through_the_validation_module_name_argument_and_value():
     from kmt_ref.normalizers import normmax_inf
     from kmt_ref.plotting.attention import plot_temperature_sweep
     from kmt_ref.programs.paper_sweep import authors_task
+    from kmt_ref.programs.training_bench import time_training_step
     from kmt_ref.real_data import load_dataset
 
     X = np.random.default_rng(0).normal(size=(20, 2))
@@ -103,6 +104,10 @@ def test_checks_routed_through_the_validation_module_name_argument_and_value():
         (lambda: normmax_inf(np.zeros((2, 3)), threshold=-1.0), r"threshold must be a positive finite number"),
         (lambda: plot_temperature_sweep([0.0, 1.0], [1.0, -2.0]), r"gammas must be a non-empty 1-D array"),
         (lambda: authors_task(np.random.default_rng(0), 3, 2, 5, 1.0), r"k must be <= n=3"),
+        (lambda: kernels.project(np.ones((2, 5, 3)), np.ones((4, 2)), None), r"got Z.shape=\(2, 5, 3\), W.shape"),
+        (lambda: kernels.project(np.ones((5, 3)), np.ones((4, 3)), np.ones(3)), r"b.shape=\(3,\)"),
+        (lambda: kernels.euclidean_softmax_attention(X[:3], X, X, 1.0, 0), r"rows must be an integer >= 1; got rows=0"),
+        (lambda: time_training_step(threads=(1, 1)), r"threads must be distinct"),
     ]
     for call, message in cases:
         with pytest.raises(ValueError, match=message):

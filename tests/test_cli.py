@@ -57,12 +57,19 @@ def test_verify_in_two_processes_gives_the_same_rows(capsys, monkeypatch):
     assert capsys.readouterr().out == one
 
 
-def test_the_command_line_keeps_freed_memory_on_glibc_and_numbers_do_not_move():
+def test_the_command_line_keeps_freed_memory_on_glibc_and_numbers_do_not_move(monkeypatch):
     import platform
     import subprocess
     import sys
 
+    import kmt_ref.__main__ as entry
     from kmt_ref.programs._cli import keep_freed_memory
+
+    called = []
+    monkeypatch.setattr(entry, "keep_freed_memory", lambda: called.append(True))
+    with pytest.raises(SystemExit):
+        entry.main(["no-such-command"])
+    assert called == [True]
 
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("mallopt is glibc's")

@@ -15,6 +15,7 @@ import autograd
 import numpy as np
 
 from .. import attention, kernels
+from .._validation import check_int
 from ..learning.model import init_params
 from ..learning.train import TrainConfig, batch_loss
 from ..tasks import sample_tasks
@@ -58,6 +59,9 @@ def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=T
         between the two gradients (they must agree); ``threads_identical``:
         whether every thread count gave the same gradient, bit for bit.
     """
+    threads = tuple(check_int(t, "threads", low=1) for t in threads)
+    if len(threads) != len(set(threads)) or not threads:
+        raise ValueError(f"threads must be distinct thread counts, at least one; got threads={threads}")
     config = TrainConfig(d=d, k=k, n=n, batch=batch)
     rng = np.random.default_rng(seed)
     theta = init_params(config.model, rng)
