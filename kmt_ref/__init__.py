@@ -22,7 +22,7 @@ from .variants.soft import soft_kmeans, soft_kmeans_transformer
 from .variants.spherical import spherical_kmeans, spherical_kmeans_transformer
 from .variants.trimmed import gap_trimmed_kmeans, trimmed_kmeans, trimmed_kmeans_transformer
 
-__version__ = "0.8.0"
+__version__ = "0.9.0.dev0"
 
 __all__ = [
     "BLOCK_NAMES",

@@ -2,13 +2,22 @@
 
 One layer is one Lloyd iteration::
 
-    P <- P + A(P, Q; CAX) + A(P, P; SAX)    points read centers; points reset
-    Q <- Q + A(Q, P; CAC) + A(Q, Q; SAC)    centers read the NEW points; centers reset
+    P <- P + A(P, P; SAX) + A(P, Q; CAX)    points reset; points read centers
+    Q <- Q + A(Q, Q; SAC) + A(Q, P; CAC)    centers reset; centers read the NEW points
     Q <- Q + FFN(Q)                         optional (Theorem 2.2)
     P, Q <- norm(P), norm(Q)                optional (spherical k-means)
 
 The Theorem 2.1 model has no normalization (``norm=None``, the default), and
 the weights are shared by all layers.
+
+The sums are taken left to right: the reset first, then the cross-attention's
+write (the paper's order: "residual connections reset the current assignments
+or centers before the cross-attention writes the new ones"). The order is exact
+where it matters: an identity reset gives ``y + (-y) = 0`` exactly, and the new
+assignment is then written into a zero, unrounded. Adding the write first would
+round a small new weight ``r`` against the old one (``(y + r) - y``): a
+responsibility of ``1e-30`` next to an old ``0.9`` would be lost, and a soft
+k-means cluster that holds only such weights would move somewhere else.
 :func:`transformer_layer` is the single implementation used by every hand-built
 construction, every variant and the learned model.
 """
@@ -72,9 +81,9 @@ def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, attend=ker
     -------
     P, Q : ndarrays of the same shapes
     """
-    # Both point blocks read the OLD P; both center blocks read the NEW P.
-    P = _residual(P, P, Q, blocks["CAX"], P, blocks["SAX"], rng, attend)
-    Q = _residual(Q, Q, P, blocks["CAC"], Q, blocks["SAC"], rng, attend)
+    # Both point blocks read the OLD P; both center blocks read the NEW P. Reset first, then write.
+    P = _residual(P, P, P, blocks["SAX"], Q, blocks["CAX"], rng, attend)
+    Q = _residual(Q, Q, Q, blocks["SAC"], P, blocks["CAC"], rng, attend)
     if ffn is not None:
         Q = Q + ffn(Q)
     if norm is not None:

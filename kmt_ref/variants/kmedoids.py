@@ -31,8 +31,8 @@ state. Suppose nearest medoids are unique at every layer and no non-member's
 noise exceeds a member's by ``2G`` (probability at most ``n k exp(-2G + 1)``
 per layer -- zero in float64 at the default ``G = 1000``). Then the transformer
 and :func:`randomized_kmedoids` pick the same medoids at every layer; so each
-layer's medoid follows the law above, and the center is that row of X up to
-one rounding of the residual sum ``(c + x) - c``.
+layer's medoid follows the law above, and the center is that row of X
+exactly (the layer adds the reset first: ``(c - c) + x = x``).
 
 Proof sketch. Invariant ``P = [X | Y_t]``, ``Q = [C_t | I_k]``; CAX, SAX and
 SAC are those of Theorem 2.1. In CAC, center j scores point i by
@@ -247,8 +247,8 @@ def kmedoids_transformer(d, k, temperature=1.0, rng=None, separation=1e3):
 
 register_variant(Variant(
     name="k-medoids (Gumbel)", classical=randomized_kmedoids, transformer=kmedoids_transformer,
-    parameter="temperature", values=(0.05,), needs_rng=True,
-    # the residual (c + x) - c rounds once: the allowance scales with |X|
-    tolerance=lambda X, temperature: 1e-12 * max(1.0, float(np.abs(X).max())),
+    parameter="temperature", values=(0.05,), needs_rng=True, init_in_data=True,
+    # exact: the reset comes first, (c - c) + x = x, and a one-hot average copies the medoid
+    tolerance=lambda X, temperature: 0.0,
     change="CAC: Gumbel-max attention over the members (a medoid drawn from its law), values read x",
 ))

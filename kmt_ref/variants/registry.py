@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_callable, check_instance, check_name
+from .._validation import check_bool, check_callable, check_instance, check_name
 
 __all__ = ["Variant", "VARIANTS", "register_variant", "EXACT_TOL"]
 
@@ -59,6 +59,11 @@ class Variant:
         Smallest dimension the claim covers.
     objective_points : callable, optional
         ``objective_points(X)``: the points whose objective is reported (default ``X``).
+    init_in_data : bool
+        The initial centers must be rows of ``X`` (k-medoids: a center is a data point).
+    assumes_unique_nearest : bool
+        The exactness claim assumes every point has a unique nearest center
+        (hard assignments; ``False`` for soft k-means, whose softmax is continuous).
     """
 
     name: str
@@ -72,6 +77,8 @@ class Variant:
     centered: bool = False
     min_d: int = 1
     objective_points: Callable | None = None
+    init_in_data: bool = False
+    assumes_unique_nearest: bool = True
 
     def __post_init__(self):
         check_name(self.name)
@@ -82,6 +89,8 @@ class Variant:
                 raise ValueError(f"a variant without a parameter has values=(None,); got values={self.values!r}")
         elif not self.values or not all(isinstance(v, numbers.Real) and v > 0 for v in self.values):
             raise ValueError(f"values must be positive numbers of {self.parameter}; got values={self.values!r}")
+        for field in ("needs_rng", "centered", "init_in_data", "assumes_unique_nearest"):
+            check_bool(getattr(self, field), field)
         object.__setattr__(self, "values", tuple(self.values))
 
     def _kwargs(self, value):

@@ -40,10 +40,15 @@ linear attention divides by ``sum_i R_ij`` and averages the values
 
 Empty clusters. ``sum_i R_ij > 0`` in exact arithmetic, but in floating point
 a center far from every point can receive only underflowed (zero)
-responsibilities. Both the classical function and the transformer then move it
-to the mean of all points (linear attention gives a row of zero scores uniform
-weights), the ``"global_mean"`` policy of :func:`~kmt_ref.classical.lloyd`.
-Never NaN.
+responsibilities. The rule, applied the same way on both sides: a cluster is
+empty when its total responsibility is exactly ``0.0``; its center moves to the
+mean of all points (linear attention gives a row of zero scores uniform
+weights), the ``"global_mean"`` policy of :func:`~kmt_ref.classical.lloyd`. A
+tiny positive total (``1e-30``, say) is not empty: the center moves to the
+weighted mean. The transformer stores each responsibility unrounded because its
+layer adds the reset before the write (``(y - y) + R``, see
+:mod:`kmt_ref.layer`), so both sides see the same totals to rounding of the
+squared distances. Never NaN.
 
 Large beta. If every point has a unique nearest center with squared-distance
 gap ``>= delta`` and no cluster is empty, each responsibility row is within
@@ -82,8 +87,10 @@ def soft_kmeans(X, init, n_iter, beta):
     Each iteration computes the responsibilities
     ``R_ij = softmax_j(-beta ||x_i - c_j||^2)`` and moves every center to the
     responsibility-weighted mean ``sum_i R_ij x_i / sum_i R_ij``. A center
-    whose total responsibility underflows to zero moves to the mean of all
-    points (the policy the transformer realizes; see the module docstring).
+    whose total responsibility is exactly zero (every weight underflowed)
+    moves to the mean of all points; any positive total, however small, gives
+    the weighted mean (the rule the transformer realizes; see the module
+    docstring).
     Reference: D. J. C. MacKay, *Information Theory, Inference, and Learning
     Algorithms* (2003), ch. 20.
 
@@ -197,6 +204,6 @@ def soft_rounding_tol(X, beta):
 
 register_variant(Variant(
     name="soft k-means", classical=soft_kmeans, transformer=soft_kmeans_transformer,
-    parameter="beta", values=(1.0, 1e2, 1e4), tolerance=soft_rounding_tol,
+    parameter="beta", values=(1.0, 1e2, 1e4), tolerance=soft_rounding_tol, assumes_unique_nearest=False,
     change="CAX: softmax at gamma = beta (the validated Theorem 2.1 layer at finite gamma); nothing else",
 ))
