@@ -9,7 +9,7 @@ import numpy as np
 def assignment_basis(model):
     """Read the basis of the assignment channel from a model's weights.
 
-    ``model`` is the Theorem 2.1 construction (faithful, any gamma) with its
+    ``model`` is the Theorem 2.1 construction (all-attention, any gamma) with its
     assignment channel in another basis: CAX writes ``R a_i`` instead of the
     assignment ``a_i`` (its ``Wv`` is ``G Wv`` with ``G = diag(I_d, R)``) and
     CAC reads it back (its ``Wk`` is ``Wk G^{-1}``), for an unknown invertible

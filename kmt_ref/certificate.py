@@ -38,7 +38,7 @@ distances and a per-layer allowance ``rho`` for rounded means, both standard
 worst-case summation estimates), so that its bound can be compared with
 float64 runs; pass ``float_allowance=False`` for the exact-arithmetic bound.
 
-The *faithful* configuration adds two leaks, bounded separately by
+The *all-attention* configuration adds two leaks, bounded separately by
 :func:`reset_leakage`: softmax SAX mixes point i's old assignment with its
 neighbours' (weight ``beta_i``, large unless ``gamma * (smallest squared
 distance between distinct points) >> log n``) and softmax SAC mixes center
@@ -375,14 +375,14 @@ def rule_of_thumb_gamma(X, init, n_layers, tol):
 
 
 def reset_leakage(X, gamma):
-    """Weight that softmax SAX (faithful configuration) leaks to other points.
+    """Weight that softmax SAX (all-attention configuration) leaks to other points.
 
     ``beta = max_i sum_{l: x_l != x_i} w_il``, the SAX attention weight of
     point i on points different from it, computed as the layer computes it
     (equal points carry equal assignments, so only distinct points leak);
-    ``w_il <= exp(-gamma ||x_i - x_l||^2)``. The faithful layer's
+    ``w_il <= exp(-gamma ||x_i - x_l||^2)``. The all-attention layer's
     assignment block then satisfies ``max_i ||y_i - s_i||_1 <= 2 beta /
-    (1 - 2 beta)`` (book, proposition on the faithful configuration). Exact
+    (1 - 2 beta)`` (book, proposition on the all-attention configuration). Exact
     float equality decides "equal". O(n^2) time, chunked memory.
 
     Parameters

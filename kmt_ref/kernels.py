@@ -14,7 +14,7 @@ every construction, variant and the learned model, is a test
   (:func:`attend_parts`, which the layer adds into its residual stream in
   place instead of adding zero-padded full-width outputs).
 * **Row chunks.** At most ``CHUNK_ELEMENTS`` scores exist at once, so the
-  faithful layer's point-to-point attention costs O(n x chunk) memory; plain
+  all-attention layer's point-to-point attention costs O(n x chunk) memory; plain
   arrays use small chunks that stay in the processor's cache.
 * **Euclidean hardmax** ranks ``2 q.k - |k|^2``: ``-|q|^2`` is the same for
   every key of a query and cannot change its arg-max set. The mean of the
@@ -60,7 +60,7 @@ CACHE_ELEMENTS = 2**15
 
 #: Scores held at once by the plain-array paths when a query has many keys: a chunk of
 #: 8 MB stays in the outer cache (measured 1.5-2x faster than ``CHUNK_ELEMENTS`` for the
-#: faithful layer's point-to-point blocks, with the same numbers).
+#: all-attention layer's point-to-point blocks, with the same numbers).
 STREAM_ELEMENTS = 2**20
 
 #: Below this, ``exp`` is exactly 0 in float64 (``exp(-745.14)`` is the last

@@ -30,10 +30,10 @@ What the theorem assumes, and what this code does otherwise:
 
 * **Ties** for the nearest center: hardmax splits CAX's weight, so ``y_i`` is
   fractional (e.g. ``(1/2, 1/2)``); ``labels`` report the lowest index (arg-max).
-  In the faithful configuration, Euclidean CAC then gives point i the score
-  ``-||e_j - y_i||^2 < 0``, so a tied point joins no center that has a
-  one-hot member. In the validated configuration, linear CAC weights point i
-  by ``y_ij``: it counts half in each of two tied clusters.
+  In the all-attention configuration, Euclidean CAC then gives point i the
+  score ``-||e_j - y_i||^2 < 0``, so a tied point joins no center that has a
+  one-hot member. In the paper's and the validated configurations, linear CAC
+  weights point i by ``y_ij``: it counts half in each of two tied clusters.
 * **Empty clusters**: every point scores the same against center j, so its
   attention is uniform and the center moves to the mean of all points
   (``lloyd(..., empty_cluster="global_mean")``, the default, agrees).
@@ -45,10 +45,29 @@ What the theorem assumes, and what this code does otherwise:
   which for the 10,000 points of the Figure 3 data (that distance is 1.6e-10)
   means gamma of order 1e10 or more, far beyond the paper's 1e4: below it,
   softmax averages a point with its neighbours and the reset is wrong (the
-  book measures where exactness returns). That is why the authors validated numerically with
-  identity attention in SAX and SAC (an exact reset through the residual
-  path) and linear attention in CAC: :data:`CONFIGS`.
+  book measures where exactness returns).
+
+Configurations (:data:`CONFIGS`; the matrices are Equation 5's in each, only
+the mechanisms differ), each named by where it comes from:
+
+* ``"paper"``: the paper's construction. Euclidean attention in CAX and in
+  the point reset SAX, dot-product (linear) attention in the center update
+  CAC, Euclidean attention on the ids in the center reset SAC. This is the
+  theorem's layer.
+* ``"all-attention"``: Euclidean attention in all four blocks, the center
+  update included: the form of the authors' follow-up paper (its appendix),
+  which says it differs from the paper's linear center update there.
+* ``"validated"`` (default): the paper's construction with identity
+  attention, an exact reset through the residual path, in SAX and SAC: the
+  mechanisms of the authors' own numerical validation (their Figure 3
+  notebook and parameter sweep). Its only softmax is CAX, so it is the one
+  that follows Lloyd at ``gamma = 1e4`` on 10,000 points.
+
+All three are exact at ``gamma = inf``. ``"faithful"``, the 0.8 name of
+``"all-attention"``, still works with a FutureWarning.
 """
+
+import warnings
 
 import numpy as np
 
@@ -57,17 +76,31 @@ from .attention import Block
 from .layer import KMeansTransformer
 from .tokens import TokenLayout
 
-__all__ = ["CONFIGS", "lloyd_transformer", "equation5_weights", "assemble_blocks"]
+__all__ = ["CONFIGS", "lloyd_transformer", "equation5_weights", "assemble_blocks", "resolve_config"]
 
 #: Block mechanisms (score, normalizer) of each configuration; ``"attention"``
 #: stands for Euclidean softmax at finite gamma and hardmax at gamma = inf.
+#: The matrices are Equation 5's in every configuration; only the mechanisms differ.
 CONFIGS = {
-    "faithful": {
+    # The paper's construction: Euclidean attention updates the assignments and resets them
+    # (point self-attention), dot-product (linear) attention averages the assigned points, and
+    # the centers reset by attending to their own ids.
+    "paper": {
+        "CAX": ("euclidean", "attention"),
+        "SAX": ("euclidean", "attention"),
+        "CAC": ("dot", "linear"),
+        "SAC": ("euclidean", "attention"),
+    },
+    # The authors' follow-up ("Leaner Transformers Can Easily Learn to Cluster", appendix B):
+    # Euclidean attention in all four blocks, the center update included.
+    "all-attention": {
         "CAX": ("euclidean", "attention"),
         "SAX": ("euclidean", "attention"),
         "CAC": ("euclidean", "attention"),
         "SAC": ("euclidean", "attention"),
     },
+    # The authors' numerical validation (their Figure 3 notebook and parameter sweep): the
+    # paper's construction with identity attention, an exact reset, in SAX and SAC.
     "validated": {
         "CAX": ("euclidean", "attention"),
         "SAX": ("euclidean", "identity"),
@@ -75,6 +108,20 @@ CONFIGS = {
         "SAC": ("euclidean", "identity"),
     },
 }
+
+#: Configuration names of release 0.8, accepted with a FutureWarning until 0.10.
+RENAMED_CONFIGS = {"faithful": "all-attention"}
+
+
+def resolve_config(config, configs):
+    """The configuration name ``config`` means: checked against ``configs``, old names warned and renamed."""
+    if isinstance(config, str) and config in RENAMED_CONFIGS:
+        new = RENAMED_CONFIGS[config]
+        warnings.warn(f"config={config!r} is renamed config={new!r}; the old name goes in kmt_ref 0.10",
+                      FutureWarning, stacklevel=3)
+        config = new
+    check_choice(config, "config", configs)
+    return config
 
 
 def equation5_weights(layout):
@@ -124,15 +171,18 @@ def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
     gamma : float
         Inverse temperature of the softmax blocks; ``numpy.inf`` means exact
         averaging hardmax (not a large number).
-    config : {"validated", "faithful"}
-        ``"faithful"``: all four blocks are Euclidean attention, as in the
-        theorem. ``"validated"`` (default): identity attention in the reset
-        blocks SAX and SAC, linear attention in CAC, Euclidean attention in
-        CAX -- the configuration the authors verified numerically. Both equal
-        Lloyd exactly at ``gamma = inf``; at finite gamma only the validated
-        one scales to many points (see the module docstring). At
-        ``gamma = 1e4`` on the paper's Figure 3 data it agrees with Lloyd to
-        1e-3 in log objective at every layer.
+    config : {"validated", "paper", "all-attention"}
+        ``"paper"``: the paper's construction (Euclidean CAX, SAX and SAC,
+        linear CAC). ``"all-attention"``: Euclidean attention in all four
+        blocks (the authors' follow-up). ``"validated"`` (default): the
+        paper's construction with identity attention in the reset blocks SAX
+        and SAC, the mechanisms of the authors' numerical validation. All
+        equal Lloyd exactly at ``gamma = inf``; at finite gamma only the
+        validated one scales to many points (see the module docstring): at
+        ``gamma = 1e4`` on the authors' Figure 3 draw (``figure3_data()``)
+        it prints the paper's log objectives to two decimals, its largest
+        gap to Lloyd's being 6.6e-3. ``"faithful"`` (the old name of
+        ``"all-attention"``) is accepted with a FutureWarning.
 
     Returns
     -------
@@ -141,7 +191,7 @@ def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
     """
     d, k = check_dims(d, k)
     gamma = check_positive(gamma, "gamma", allow_inf=True)
-    check_choice(config, "config", CONFIGS)
+    config = resolve_config(config, CONFIGS)
     layout = TokenLayout(d, k, ("x", "y"))
     blocks = assemble_blocks(equation5_weights(layout), CONFIGS[config], gamma)
     return KMeansTransformer(

@@ -43,7 +43,7 @@ from .classical import kmeans_plusplus
 __all__ = ["FAMILIES", "INITS", "gaussian_mixture", "sample_tasks", "initial_centers", "figure3_data",
            "FIGURE3_PAPER_LOG_OBJECTIVES"]
 
-#: The log objectives after 0..10 layers that the paper's Figure 3 notebook
+#: The log objectives after 0..10 layers that the authors' Figure 3 notebook
 #: prints for its hand-built model at gamma = 1e4 on its draw (two decimals).
 FIGURE3_PAPER_LOG_OBJECTIVES = (6.44, 5.78, 5.47, 4.96, 4.69, 4.61, 4.59, 4.59, 4.59, 4.59, 4.59)
 

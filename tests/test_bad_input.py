@@ -48,7 +48,7 @@ def test_lloyd_rejects_an_unknown_empty_cluster_policy():
         (dict(d=0, k=3), r"d must be an integer >= 1; got d=0"),
         (dict(d=2, k=0), r"k must be an integer >= 1; got k=0"),
         (dict(d=2, k=2.0), r"k must be an integer; got k=2.0"),
-        (dict(d=2, k=3, config="fast"), r"config must be one of \['faithful', 'validated'\]; got config='fast'"),
+        (dict(d=2, k=3, config="fast"), r"config must be one of \['all-attention', 'paper', 'validated'\]; got config='fast'"),
     ],
 )
 def test_lloyd_transformer_rejects_bad_construction_arguments(kwargs, match):

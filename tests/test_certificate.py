@@ -145,13 +145,13 @@ def test_hardmax_is_certified_up_to_rounding_and_ties_are_not():
     assert min_gamma(X, init, 1, 1e-3) == np.inf
 
 
-def test_faithful_reset_leak_bounds_the_assignment_block():
+def test_all_attention_reset_leak_bounds_the_assignment_block():
     rng = np.random.default_rng(7)
     X, init, _ = gaussian_mixture(rng, n=60, d=2, k=3)
     X = np.concatenate([X, X[:5]])  # duplicates leak nothing
     for gamma in (1e2, 1e3, 1e4):
         beta = reset_leakage(X, gamma)
-        model = lloyd_transformer(2, 3, gamma, config="faithful")
+        model = lloyd_transformer(2, 3, gamma, config="all-attention")
         traj = model.run(X, init, 4)
         for t in range(1, 4):
             D2 = ((X[:, None, :] - traj.centers[t][None]) ** 2).sum(-1)

@@ -19,7 +19,7 @@ from kmt_ref.dot_product_transformer import (
 from kmt_ref.feedforward import FeedForward
 from kmt_ref.layer import KMeansTransformer
 
-CONFIGS = ("validated", "faithful")
+CONFIGS = ("validated", "all-attention")
 EPS = np.finfo(float).eps
 
 
@@ -204,14 +204,24 @@ def test_finite_gamma_threshold_on_figure3_data_is_2e3_for_the_validated_model()
     assert gaps[1e2] > 1e-2, gaps  # well below: the documented disagreement
 
 
-def test_faithful_threshold_on_small_figure3_data_lies_between_1e6_and_1e7():
+def test_on_the_authors_figure3_draw_the_gap_is_larger_than_on_the_numpy_draw():
+    # The numbers the docstrings and the book state for figure3_data() (the authors' draw).
+    X, init = figure3_data()
+    ref = lloyd(X, init, 10)
+    for build in (dot_product_lloyd_transformer, lloyd_transformer):
+        gaps = {g: _log_gap(build(2, 5, g).run(X, init, 10), ref, X) for g in (2e3, 1e4, 5e4, 1e5)}
+        assert 1e-2 < gaps[2e3] < 1.1e-2 and 6.5e-3 < gaps[1e4] < 6.7e-3, gaps
+        assert gaps[5e4] > 1e-3 > gaps[1e5], gaps
+
+
+def test_all_attention_threshold_on_small_figure3_data_lies_between_1e6_and_1e7():
     # All-softmax: SAX must single out each point among its neighbours. On 1,000 points
     # of the Figure 3 kind, gamma = 1e6 still averages neighbours with different y, and
     # the one-sided dot CAC lets the resulting y_ij > 1 dominate the means.
     X, init, _ = gaussian_mixture(np.random.default_rng(0), n=1_000, d=2, k=5)
     ref = lloyd(X, init, 10)
-    assert _log_gap(dot_product_lloyd_transformer(2, 5, 1e6, "faithful").run(X, init, 10), ref, X) > 0.1
-    assert _log_gap(dot_product_lloyd_transformer(2, 5, 1e7, "faithful").run(X, init, 10), ref, X) <= 1e-3
+    assert _log_gap(dot_product_lloyd_transformer(2, 5, 1e6, "all-attention").run(X, init, 10), ref, X) > 0.1
+    assert _log_gap(dot_product_lloyd_transformer(2, 5, 1e7, "all-attention").run(X, init, 10), ref, X) <= 1e-3
 
 
 @pytest.mark.parametrize("d,k", [(1, 1), (2, 5), (32, 10), (100, 3)])
@@ -284,7 +294,7 @@ def test_a_dot_product_model_rejects_bad_data_and_depths(X, init, n_layers, matc
 def test_run_does_not_modify_its_inputs():
     X, init = _mixture(9, 50, 2, 3)
     X0, init0 = X.copy(), init.copy()
-    dot_product_lloyd_transformer(2, 3, config="faithful").run(X, init, 3)
+    dot_product_lloyd_transformer(2, 3, config="all-attention").run(X, init, 3)
     np.testing.assert_array_equal(X, X0)
     np.testing.assert_array_equal(init, init0)
 

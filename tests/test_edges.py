@@ -13,7 +13,7 @@ def test_two_points_a_millionth_apart_at_one_million_keep_their_own_centers():
     init = X.copy()
     assert lloyd(X, init, 1).labels.tolist() == [[0, 1]]
     assert kmeans_objective(X, init) == 0.0
-    for model in (lloyd_transformer(1, 2), lloyd_transformer(1, 2, config="faithful"),
+    for model in (lloyd_transformer(1, 2), lloyd_transformer(1, 2, config="all-attention"),
                   dot_product_lloyd_transformer(1, 2)):
         traj = model.run(X, init, 1)
         assert traj.labels.tolist() == [[0, 1]], model.name
@@ -145,12 +145,12 @@ def test_a_gamma_far_too_small_for_the_data_scale_can_be_told_cheaply():
         model.run(X, init, 3, warn=True)
 
 
-def test_duplicates_and_near_duplicates_keep_the_faithful_layers_on_lloyds_path():
+def test_duplicates_and_near_duplicates_keep_the_all_attention_layers_on_lloyds_path():
     cases = [
-        (dot_product_lloyd_transformer(1, 2, config="faithful"), [[0.0]] * 7 + [[1.0], [5.0]], [[0.5], [5.0]]),
-        (lloyd_transformer(1, 3, config="faithful"), [[0.0]] * 7 + [[1.0]], [[0.0], [1.0], [50.0]]),
-        (lloyd_transformer(1, 2, config="faithful"), [[0.0], [1 - 1e-9], [1 + 1e-9], [2.0]], [[0.5], [1.5]]),
-        (lloyd_transformer(1, 2, config="faithful"), [[1e6], [1e6 + 1 - 3e-3], [1e6 + 1 + 3e-3], [1e6 + 2]],
+        (dot_product_lloyd_transformer(1, 2, config="all-attention"), [[0.0]] * 7 + [[1.0], [5.0]], [[0.5], [5.0]]),
+        (lloyd_transformer(1, 3, config="all-attention"), [[0.0]] * 7 + [[1.0]], [[0.0], [1.0], [50.0]]),
+        (lloyd_transformer(1, 2, config="all-attention"), [[0.0], [1 - 1e-9], [1 + 1e-9], [2.0]], [[0.5], [1.5]]),
+        (lloyd_transformer(1, 2, config="all-attention"), [[1e6], [1e6 + 1 - 3e-3], [1e6 + 1 + 3e-3], [1e6 + 2]],
          [[1e6 + 0.5], [1e6 + 1.5]]),
     ]
     for model, X, init in cases:
@@ -160,11 +160,11 @@ def test_duplicates_and_near_duplicates_keep_the_faithful_layers_on_lloyds_path(
 
 def test_an_exact_tie_next_to_an_empty_cluster_follows_the_documented_rule():
     # Outside Theorem 2.1: the point 1 is exactly equidistant from the centers 0 and 2. Its
-    # assignment is split (0, 1/2, 1/2); faithful CAC scores it -3/2 for the empty cluster 0
+    # assignment is split (0, 1/2, 1/2); all-attention CAC scores it -3/2 for the empty cluster 0
     # (everyone else -2), so that cluster takes exactly the tied point. Lloyd gives the point
     # to the lower index and the empty center the global mean.
     X, init = np.array([[0.0], [1.0], [2.0], [10.0]]), np.array([[100.0], [0.0], [2.0]])
-    traj = lloyd_transformer(1, 3, config="faithful").run(X, init, 1)
+    traj = lloyd_transformer(1, 3, config="all-attention").run(X, init, 1)
     np.testing.assert_array_equal(traj.assignments[0, 1], [0.0, 0.5, 0.5])
     np.testing.assert_array_equal(traj.centers[1].ravel(), [1.0, 0.0, 6.0])
     np.testing.assert_array_equal(lloyd(X, init, 1).centers[1].ravel(), [3.25, 0.5, 6.0])

@@ -12,8 +12,8 @@ from kmt_ref.variants import VARIANTS
 MODELS = {
     "Theorem 2.1, validated, gamma=inf": lambda: kmt_ref.lloyd_transformer(3, 4),
     "Theorem 2.1, validated, gamma=1e4": lambda: kmt_ref.lloyd_transformer(3, 4, gamma=1e4),
-    "Theorem 2.1, faithful, gamma=inf": lambda: kmt_ref.lloyd_transformer(3, 4, config="faithful"),
-    "Theorem 2.1, faithful, gamma=50": lambda: kmt_ref.lloyd_transformer(3, 4, gamma=50.0, config="faithful"),
+    "Theorem 2.1, all-attention, gamma=inf": lambda: kmt_ref.lloyd_transformer(3, 4, config="all-attention"),
+    "Theorem 2.1, all-attention, gamma=50": lambda: kmt_ref.lloyd_transformer(3, 4, gamma=50.0, config="all-attention"),
     "Theorem 2.2 (dot product + FFN)": lambda: kmt_ref.dot_product_lloyd_transformer(3, 4),
     "soft k-means": lambda: kmt_ref.soft_kmeans_transformer(3, 4, beta=5.0),
     "spherical k-means": lambda: kmt_ref.spherical_kmeans_transformer(3, 4),
@@ -64,7 +64,7 @@ def test_every_block_attends_the_same_through_the_kernels_and_the_reference(name
 
 
 def test_batches_of_tasks_run_the_same_as_one_task_at_a_time():
-    model = kmt_ref.lloyd_transformer(2, 3, gamma=30.0, config="faithful")
+    model = kmt_ref.lloyd_transformer(2, 3, gamma=30.0, config="all-attention")
     rng = np.random.default_rng(5)
     X = rng.random((4, 40, 2))
     init = X[:, :3].copy()

@@ -80,7 +80,7 @@ def test_fused_and_reference_attention_give_the_same_loss_and_gradient():
 
 def test_loaded_hand_built_model_reproduces_lloyd_transformer():
     d, k = 2, 3
-    built = lloyd_transformer(d, k, gamma=30.0, config="faithful")
+    built = lloyd_transformer(d, k, gamma=30.0, config="all-attention")
     theta, config = params_from_transformer(built)
     assert config == ModelConfig(d, k, "d+k")
     X, init = sample_tasks(np.random.default_rng(2), 3, 15, d, k)
@@ -95,7 +95,7 @@ def test_loaded_hand_built_model_reproduces_lloyd_transformer():
 
 
 def test_learned_format_scales_query_and_key_by_the_sqrt_d_factor():
-    built = lloyd_transformer(2, 3, gamma=4.0, config="faithful")
+    built = lloyd_transformer(2, 3, gamma=4.0, config="all-attention")
     theta, config = params_from_transformer(built)
     p = unflatten(theta, config)
     s = np.sqrt(4.0 * np.sqrt(config.width))

@@ -51,11 +51,11 @@ def test_tied_layer_is_equivariant_to_relabelling_the_clusters_and_the_untied_is
 
 @pytest.mark.parametrize("k_run", [2, 4, 7])
 def test_the_construction_is_a_tied_model_and_runs_lloyd_at_any_k(k_run):
-    phi, config = params_from_transformer(lloyd_transformer(2, 4, gamma=40.0, config="faithful"), tied=True)
+    phi, config = params_from_transformer(lloyd_transformer(2, 4, gamma=40.0, config="all-attention"), tied=True)
     assert config == ModelConfig(2, 4, tied=True)
     X, init = sample_tasks(np.random.default_rng(k_run), 3, n=25, d=2, k=k_run)
     ours = run_steps(phi, X, init, config.at_k(k_run), 4)
-    built = lloyd_transformer(2, k_run, gamma=40.0, config="faithful")
+    built = lloyd_transformer(2, k_run, gamma=40.0, config="all-attention")
     for t in range(3):
         np.testing.assert_allclose(ours[:, t], built.run(X[t], init[t], 4, reembed=True).centers,
                                    rtol=1e-11, atol=1e-12)
@@ -159,7 +159,7 @@ def test_nearest_tied_model_is_a_projection():
 def test_id_structure_is_one_for_tied_maps_and_small_for_random_ones():
     from kmt_ref.learning.model import id_structure
 
-    built, config = params_from_transformer(lloyd_transformer(3, 4, gamma=20.0, config="faithful"))
+    built, config = params_from_transformer(lloyd_transformer(3, 4, gamma=20.0, config="all-attention"))
     assert set(id_structure(built, config).values()) == {1.0}
     config = ModelConfig(32, 10)
     shares = id_structure(init_params(config, np.random.default_rng(8)), config)

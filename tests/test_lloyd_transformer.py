@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 import kmt_ref.attention
-from kmt_ref import BLOCK_NAMES, figure3_data, gaussian_mixture, lloyd, lloyd_transformer
+from kmt_ref import BLOCK_NAMES, dot_product_lloyd_transformer, figure3_data, gaussian_mixture, lloyd, lloyd_transformer
+from kmt_ref.geometry import squared_distances
 
-CONFIGS = ("validated", "faithful")
+CONFIGS = ("validated", "paper", "all-attention")
 
 
 @pytest.mark.parametrize("config", CONFIGS)
@@ -66,13 +67,13 @@ def test_hand_computed_toy_case_through_the_transformer():
         np.testing.assert_allclose(traj.centers[2], traj.centers[1], atol=1e-15)
 
 
-def test_duplicated_points_reset_exactly_in_the_faithful_layer():
+def test_duplicated_points_reset_exactly_in_the_all_attention_layer():
     # SAX splits its attention over identical copies of a point; they carry the
     # same y, so the reset is still exact.
     rng = np.random.default_rng(7)
     X, init, _ = gaussian_mixture(rng, n=60, d=2, k=3)
     X = np.concatenate([X, X[:20], X[:5]])  # many exact duplicates
-    traj = lloyd_transformer(2, 3, config="faithful").run(X, init, 8)
+    traj = lloyd_transformer(2, 3, config="all-attention").run(X, init, 8)
     ref = lloyd(X, init, 8)
     np.testing.assert_allclose(traj.centers, ref.centers, rtol=0, atol=1e-12)
     for Y in traj.assignments:
@@ -94,9 +95,9 @@ def test_a_tie_gives_a_fractional_assignment_and_the_lowest_label():
         assert traj.labels[0][2] == 0  # as numpy.argmin in lloyd
 
 
-def test_at_a_tie_the_faithful_layer_excludes_the_tied_point():
+def test_at_a_tie_the_all_attention_layer_excludes_the_tied_point():
     X, init = _tie_case()
-    traj = lloyd_transformer(1, 2, config="faithful").run(X, init, 1)
+    traj = lloyd_transformer(1, 2, config="all-attention").run(X, init, 1)
     # Euclidean CAC scores the tied point -1/2 against both ids, below the members' 0.
     np.testing.assert_allclose(traj.centers[1], [[-0.25], [2.25]], atol=1e-15)
 
@@ -147,11 +148,11 @@ def test_figure3_data_refuses_a_bad_seed():
             figure3_data(seed)
 
 
-def test_faithful_layer_at_gamma_1e4_fails_on_dense_data_because_sax_cannot_separate_points():
+def test_all_attention_layer_at_gamma_1e4_fails_on_dense_data_because_sax_cannot_separate_points():
     rng = np.random.default_rng(0)
     X, init, _ = gaussian_mixture(rng, n=2000, d=2, k=5)
     ref = lloyd(X, init, 5)
-    traj = lloyd_transformer(2, 5, gamma=1e4, config="faithful").run(X, init, 5)
+    traj = lloyd_transformer(2, 5, gamma=1e4, config="all-attention").run(X, init, 5)
     # The reset is smeared over neighbours: the assignment block is no longer one-hot...
     Y = traj.assignments[-1]
     assert np.max(np.abs(Y - np.eye(5)[ref.labels[-1]])) > 0.1
@@ -165,7 +166,7 @@ def test_faithful_layer_at_gamma_1e4_fails_on_dense_data_because_sax_cannot_sepa
 
 def test_chunked_self_attention_equals_unchunked(monkeypatch, mixture):
     X, init = mixture(0, 300, 3, 4)
-    block = lloyd_transformer(3, 4, gamma=50.0, config="faithful").blocks["SAX"]
+    block = lloyd_transformer(3, 4, gamma=50.0, config="all-attention").blocks["SAX"]
     P = np.concatenate([X, np.zeros((300, 4))], axis=1)
     full = kmt_ref.attention.attend(P, P, block)  # the reference: every weight at once
     monkeypatch.setattr(kmt_ref.kernels, "CACHE_ELEMENTS", 1000)  # 3 query rows per chunk
@@ -179,12 +180,12 @@ def test_run_with_reembedding_is_the_same_for_the_construction(mixture):
     np.testing.assert_allclose(a.centers, b.centers, atol=1e-14)
 
 
-def test_faithful_layer_runs_at_n_20000_without_an_n_by_n_matrix():
+def test_all_attention_layer_runs_at_n_20000_without_an_n_by_n_matrix():
     from kmt_ref.programs.bench import peak_memory
 
     rng = np.random.default_rng(0)
     X, init, _ = gaussian_mixture(rng, n=20_000, d=2, k=5)
-    model = lloyd_transformer(2, 5, gamma=1e4, config="faithful")
+    model = lloyd_transformer(2, 5, gamma=1e4, config="all-attention")
     peak = peak_memory(lambda: model.run(X, init, 1))
     n_by_n = 8 * 20_000**2  # 3.2 GB
     assert peak < n_by_n / 8
@@ -225,7 +226,7 @@ def _batch_models(d, k):
     learned = {tokens: to_transformer(init_params(ModelConfig(d, k, tokens), np.random.default_rng(3)),
                                       ModelConfig(d, k, tokens)) for tokens in ("d+k", "d")}
     return {"validated inf": lloyd_transformer(d, k), "validated 1e4": lloyd_transformer(d, k, 1e4),
-            "faithful 1e2": lloyd_transformer(d, k, 1e2, config="faithful"),
+            "all-attention 1e2": lloyd_transformer(d, k, 1e2, config="all-attention"),
             "dot product 1e4": dot_product_lloyd_transformer(d, k, 1e4),
             "learned d+k": learned["d+k"], "learned d": learned["d"]}
 
@@ -262,3 +263,39 @@ def test_a_diverging_run_raises_or_returns_its_non_finite_centers_as_asked():
         model.run(X, X[:, :3], 1, diverged="ignore")
     with pytest.raises(ValueError, match="built for k=3"):
         model.run(X, X[:, :2], 1)
+
+
+def test_the_papers_configuration_is_its_summary_and_the_validated_one_differs_by_the_resets():
+    from kmt_ref.lloyd_transformer import CONFIGS as MECHANISMS
+
+    paper = MECHANISMS["paper"]
+    # points: Euclidean attention (assignment and point reset); centers: dot-product (linear) averaging
+    assert paper["CAX"] == paper["SAX"] == ("euclidean", "attention") and paper["CAC"] == ("dot", "linear")
+    differ = {b for b in paper if paper[b] != MECHANISMS["validated"][b]}
+    assert differ == {"SAX", "SAC"} and all(MECHANISMS["validated"][b][1] == "identity" for b in differ)
+    assert {b for b in paper if paper[b] != MECHANISMS["all-attention"][b]} == {"CAC"}
+
+
+def test_the_papers_configuration_at_finite_gamma_needs_sax_to_separate_points():
+    # like the all-attention layer, the paper's point reset is a softmax over points: at gamma = 1e4
+    # it cannot tell 1,000 points in the unit square apart. It subtracts neighbours' assignments,
+    # some weights turn negative, and the linear center update is undefined on them: a clear error.
+    X, init, _ = gaussian_mixture(np.random.default_rng(0), n=1000, d=2, k=5)
+    with pytest.raises(ValueError, match="linear attention needs non-negative scores"):
+        lloyd_transformer(2, 5, 1e4, config="paper").run(X, init, 5)
+    ref = lloyd(X, init, 5).log_objectives(X)
+    assert np.abs(lloyd_transformer(2, 5, 1e4).run(X, init, 5).log_objectives(X) - ref).max() < 1e-3
+    # and with gamma large enough for SAX (40 / smallest squared distance) it is exact again
+    dmin = np.min(squared_distances(X, X) + np.diag(np.full(len(X), np.inf)))
+    exact = lloyd_transformer(2, 5, 40 / dmin, config="paper").run(X, init, 5)
+    np.testing.assert_allclose(exact.centers, lloyd(X, init, 5).centers, rtol=0, atol=1e-12)
+
+
+def test_the_old_name_faithful_still_works_with_a_warning():
+    with pytest.warns(FutureWarning, match="renamed config='all-attention'"):
+        old = lloyd_transformer(2, 3, config="faithful")
+    new = lloyd_transformer(2, 3, config="all-attention")
+    assert all(old.blocks[b].normalizer == new.blocks[b].normalizer and old.blocks[b].score == new.blocks[b].score
+               for b in BLOCK_NAMES)
+    with pytest.warns(FutureWarning):
+        dot_product_lloyd_transformer(2, 3, config="faithful")

@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import json
 import re
 from pathlib import Path
 
@@ -67,3 +68,14 @@ def test_ci_runs_the_readme_commands():
         for command in line.split(" && "):
             if not command.startswith(("python3 -m venv", ". .venv")):
                 assert command in ci, command
+
+
+def test_readme_training_times_are_the_committed_ones():
+    text = (ROOT / "README.md").read_text()
+    said = re.search(r"\((\d+)–(\d+) minutes of training per\s+`\[x \| y\]` model and (\d+)–(\d+) per `\[x\]` model",
+                     text)
+    minutes = []
+    for name in ("learning", "ablation"):
+        wall = json.loads((ROOT / "kmt_ref/results/learning/paper" / f"{name}.json").read_text())["train_wall_time"]
+        minutes += [str(int(min(wall) // 60)), str(int(-(-max(wall) // 60)))]
+    assert said is not None and list(said.groups()) == minutes

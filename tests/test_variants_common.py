@@ -137,14 +137,17 @@ def test_every_step_equals_the_twin_with_far_and_emptied_clusters(name, problem,
     Xv, initv = v.problem(X, init)
     traj, ref = v.run_both(X, init, 8, value)
     tol = v.allowed(Xv, value)
-    clear = [not v.assumes_unique_nearest or _nearest_is_clear(Xv, C) for C in ref.centers]
+    # A (near) tie of two nearest centers makes labels a coin toss, and for the hard variants it is
+    # outside the claim; soft k-means' centers are still compared one step at a time.
+    clear = [_nearest_is_clear(Xv, C) for C in ref.centers]
     if all(clear[:3]):  # three layers as one run: the reset and write of a layer meet the old assignments
         np.testing.assert_allclose(traj.centers[:4], ref.centers[:4], rtol=0, atol=tol)
         np.testing.assert_array_equal(traj.labels[:3], ref.labels[:3])
     for t in range(8):
+        if v.assumes_unique_nearest and not clear[t]:
+            continue
         C = ref.centers[t] + (init - initv)  # back in the caller's coordinates
-        if not clear[t]:
-            continue  # a (near) tie: outside the claim
         one, twin = v.run_both(X, C, 1, value, seed=t)
         np.testing.assert_allclose(one.centers, twin.centers, rtol=0, atol=tol, err_msg=f"step {t}")
-        np.testing.assert_array_equal(one.labels, twin.labels, err_msg=f"step {t}")
+        if clear[t]:
+            np.testing.assert_array_equal(one.labels, twin.labels, err_msg=f"step {t}")

@@ -160,7 +160,7 @@ def check_assignment_basis(assignment_basis):
 
     rng = np.random.default_rng(23)
     for d, k in ((2, 3), (4, 5)):
-        built = lloyd_transformer(d, k, gamma=1e3, config="faithful")
+        built = lloyd_transformer(d, k, gamma=1e3, config="all-attention")
         R = rng.normal(size=(k, k))
         G = block_diag(np.eye(d), R)
         blocks = dict(built.blocks)

@@ -101,7 +101,7 @@ def check_spherical_normalize(spherical_normalize):
     X = rng.normal(size=(30, d))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     C0 = X[:k].copy()
-    model = lloyd_transformer(d, k, gamma=np.inf, config="faithful")
+    model = lloyd_transformer(d, k, gamma=np.inf, config="all-attention")
     P, Q = layout.embed(X, C0)
     _, Q = transformer_layer(P, Q, model.blocks)
     on = "  (one Theorem 2.1 layer on unit vectors, then your normalization)\n" + inputs(X=X, init=C0)

@@ -361,7 +361,7 @@ def params_from_transformer(model, tied=False):
     ----------
     model : KMeansTransformer
         Every block Euclidean softmax (e.g. ``lloyd_transformer(d, k, gamma,
-        config="faithful")`` with finite ``gamma``), no FFN, token layout
+        config="all-attention")`` with finite ``gamma``), no FFN, token layout
         ``("x", "y")`` or ``("x",)``.
     tied : bool
         Return the parameters of the tied model (:func:`tie`; a

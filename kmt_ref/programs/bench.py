@@ -108,12 +108,12 @@ def run_bench(repeats=5, quick=False):
     """Measure; returns a dict of timings, ratios and peak memory.
 
     Sizes: n = 100,000, d = 16, k = 16, 10 iterations for the ratios; one
-    faithful layer (O(n^2) self-attention, in row chunks) at n = 20,000.
+    all-attention layer (O(n^2) self-attention, in row chunks) at n = 20,000.
     ``quick`` divides n by 10 (a smoke test; its ratios are indicative only).
     """
-    n, d, k, n_iter, n_faithful = 100_000, 16, 16, 10, 20_000
+    n, d, k, n_iter, n_all_attention = 100_000, 16, 16, 10, 20_000
     if quick:
-        n, n_faithful, repeats = n // 10, n_faithful // 20, min(repeats, 3)
+        n, n_all_attention, repeats = n // 10, n_all_attention // 20, min(repeats, 3)
     rng = np.random.default_rng(0)
     X, init, _ = gaussian_mixture(rng, n=n, d=d, k=k)
     models = {"gamma=inf": lloyd_transformer(d, k), "gamma=1e4": lloyd_transformer(d, k, gamma=1e4)}
@@ -131,11 +131,11 @@ def run_bench(repeats=5, quick=False):
         runs[f"transformer {name}"] = lambda model=model: model.run(X, init, n_iter, keep_assignments=False)
     runs["transformer gamma=inf, all assignments kept"] = lambda: models["gamma=inf"].run(X, init, n_iter)
     t = median_times(runs, repeats)
-    Xf, initf, _ = gaussian_mixture(rng, n=n_faithful, d=2, k=5)
-    faithful = lloyd_transformer(2, 5, gamma=1e4, config="faithful")
+    Xf, initf, _ = gaussian_mixture(rng, n=n_all_attention, d=2, k=5)
+    all_attention = lloyd_transformer(2, 5, gamma=1e4, config="all-attention")
 
-    def run_faithful():
-        return faithful.run(Xf, initf, 1)
+    def run_all_attention():
+        return all_attention.run(Xf, initf, 1)
 
     from .training_bench import time_training_step
 
@@ -156,11 +156,11 @@ def run_bench(repeats=5, quick=False):
         },
         "peak_bytes": {name: peak_memory(runs[name]) for name in
                        ("lloyd", "transformer gamma=inf", "transformer gamma=inf, all assignments kept")},
-        "faithful_one_layer": {
-            "n": n_faithful,
-            "seconds": median_time(run_faithful, 1),
-            "peak_bytes": peak_memory(run_faithful),
-            "n_by_n_bytes": 8 * n_faithful**2,
+        "all_attention_one_layer": {
+            "n": n_all_attention,
+            "seconds": median_time(run_all_attention, 1),
+            "peak_bytes": peak_memory(run_all_attention),
+            "n_by_n_bytes": 8 * n_all_attention**2,
         },
     }
     return out
@@ -205,10 +205,10 @@ def format_bench(res):
         lines.append(f"where a layer's time goes (ms), {name}: {1e3 * ls['layer']:.1f} = {blocks} + residual sums "
                      f"({ls['layer'] / fl['layer_seconds']:.0f}x the floor)")
     lines.append(f"one Lloyd iteration (anchor): {1e3 * t['lloyd'] / s['n_iter']:.1f} ms")
-    f = res["faithful_one_layer"]
+    f = res["all_attention_one_layer"]
     lines += [
         "",
-        f"faithful layer (chunked O(n^2) self-attention), n={f['n']}: {f['seconds']:.2f} s, "
+        f"all-attention layer (chunked O(n^2) self-attention), n={f['n']}: {f['seconds']:.2f} s, "
         f"peak {f['peak_bytes'] / 2**20:.1f} MB (an n x n float64 matrix would be "
         f"{f['n_by_n_bytes'] / 2**20:.0f} MB)",
     ]

@@ -10,7 +10,7 @@ layers), each task records
 * ``certified_gap``: the certificate's bound on that gap
   (:attr:`~kmt_ref.Certificate.log_objective_gap`);
 * ``certified_gamma``: :func:`~kmt_ref.min_gamma` for a log-objective gap of
-  ``tol`` (the paper's 1e-3), and ``rule_gamma``, the closed-form corollary,
+  ``tol`` (1e-3 by default, a tolerance of this project), and ``rule_gamma``, the closed-form corollary,
   for a center deviation of ``tol`` times the data's bounding-box diagonal;
 * ``margin``: the smallest Lloyd margin (second-nearest minus nearest squared
   distance) along the trajectory, so that gaps can be plotted against

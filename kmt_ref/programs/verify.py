@@ -35,7 +35,7 @@ from ..variants.trimmed import gap_trimmed_kmeans, trimmed_kmeans
 __all__ = ["Row", "compare", "datasets", "run_verification", "format_table", "format_section", "verdict",
            "summary_line", "LEGEND", "SECTIONS"]
 
-#: Tolerance of the finite-gamma claim of the paper (Figure 3, gamma = 1e4).
+#: This project's tolerance for the finite-gamma rows (the paper states none).
 LOG_OBJ_TOL = 1e-3
 GAMMAS = (1e2, 1e4, np.inf)
 
@@ -82,7 +82,7 @@ def datasets(quick=False):
         out["fig3-small n=1000 d=2 k=5"] = (X, init, 10)
     else:
         X, init = figure3_data(seed=0)
-        out["fig3 seed 0 n=10000 d=2 k=5"] = (X, init, 10)
+        out["fig3 NumPy draw seed 0 n=10000 d=2 k=5"] = (X, init, 10)
     rng = np.random.default_rng(1)
     X, init, _ = gaussian_mixture(rng, n=500, d=8, k=10)
     out["n=500 d=8 k=10"] = (X, init, 10)
@@ -131,21 +131,28 @@ def _gamma_claim(gamma):
 
 
 def theorem21_rows(quick=False):
-    """Theorem 2.1, both configurations, against :func:`lloyd`."""
+    """Theorem 2.1, every configuration, against :func:`lloyd`.
+
+    The paper's configuration runs at ``gamma = inf`` only, the theorem's
+    setting: at finite gamma its softmax point reset can leave negative
+    assignment weights, on which its linear center update is undefined (the
+    book, "What breaks at finite gamma").
+    """
     rows = [] if quick else [figure3_row()]
     for data_name, (X, init, T) in datasets(quick).items():
         n, d = X.shape
         k = init.shape[0]
         ref = lloyd(X, init, T)
         is_fig3 = data_name.startswith("fig3")
-        for config in ("validated", "faithful"):
-            for gamma in GAMMAS:
+        for config in ("paper", "validated", "all-attention"):
+            for gamma in (np.inf,) if config == "paper" else GAMMAS:
                 model = lloyd_transformer(d, k, gamma, config=config)
                 traj = model.run(X, init, T)
                 claim, rule, expect = _gamma_claim(gamma)
                 if is_fig3 and gamma == 1e4 and not quick:
-                    # The paper's claim for the validated configuration; the faithful
-                    # SAX cannot separate 10,000 points at this gamma.
+                    # On this NumPy draw of the Figure 3 setting the validated configuration stays
+                    # within this project's 1e-3 (the authors' draw is figure3_row's); the
+                    # all-attention SAX cannot separate 10,000 points at this gamma.
                     expect = config == "validated"
                 rows.append(compare(f"Thm 2.1 {config}", data_name, traj, ref, X, gamma, claim, rule, expect))
     return rows
@@ -176,8 +183,9 @@ def certificate_rows(quick=False):
 
 #: Gammas of the Theorem 2.2 section.
 GAMMAS_22 = (1e2, 1e4, 1e6, np.inf)
-#: Smallest gamma at which Theorem 2.2 "validated" agrees with Lloyd to LOG_OBJ_TOL on the
-#: Figure 3 data (pinned in tests/test_dot_product_transformer.py).
+#: Smallest gamma at which Theorem 2.2 "validated" agrees with Lloyd to LOG_OBJ_TOL on the NumPy
+#: draw ``figure3_data(seed=0)`` (pinned in tests/test_dot_product_transformer.py; on the authors'
+#: draw the gap first falls below 1e-3 at 1e5).
 THRESHOLD_22_FIG3 = 2e3
 
 
@@ -194,13 +202,13 @@ def theorem22_rows(quick=False):
         ref = lloyd(X, init, T)
         is_fig3 = data_name.startswith("fig3") and not quick
         near_origin = "offset" not in data_name
-        for config in ("validated", "faithful"):
+        for config in ("validated", "all-attention"):
             for gamma in GAMMAS_22:
                 traj = dot_product_lloyd_transformer(d, k, gamma, config=config).run(X, init, T)
                 name = f"Thm 2.2 {config}"
                 claim, rule, expect = _gamma_claim(gamma)
                 if is_fig3 and not np.isinf(gamma):
-                    # validated: agreement from THRESHOLD_22_FIG3 on; faithful: SAX cannot
+                    # validated: agreement from THRESHOLD_22_FIG3 on; all-attention: SAX cannot
                     # separate 10,000 points in the unit square at these gammas.
                     expect = config == "validated" and gamma >= THRESHOLD_22_FIG3
                 rows.append(compare(name, data_name, traj, ref, X, gamma, claim, rule, expect))
@@ -287,7 +295,7 @@ LEARNABLE_TOL = 1e-10
 def learnable_format_rows(quick=False):
     """The learnable parameter formats run hand-built models exactly.
 
-    A faithful Theorem 2.1 model (all Euclidean softmax) loaded with
+    An all-attention Theorem 2.1 model (all Euclidean softmax) loaded with
     :func:`~kmt_ref.learning.model.params_from_transformer` and run as a
     learned model is evaluated (:func:`~kmt_ref.learning.model.run_steps`,
     with re-embedding) must give the centers of the original
@@ -300,20 +308,20 @@ def learnable_format_rows(quick=False):
     rows = []
     for data_name, (X, init, T) in datasets(quick).items():
         if X.shape[0] > 1000:
-            continue  # the faithful layer is O(n^2); the bridge is size-independent
+            continue  # the all-attention layer is O(n^2); the bridge is size-independent
         d, k = X.shape[1], init.shape[0]
         tol = LEARNABLE_TOL * max(1.0, float(np.max(np.abs(X))))
         for gamma in (1e2, 1e4):
-            built = lloyd_transformer(d, k, gamma, config="faithful")
+            built = lloyd_transformer(d, k, gamma, config="all-attention")
             ref = built.run(X, init, T, reembed=True)
             theta, config = params_from_transformer(built)
             centers = run_steps(theta, X[None], init[None], config, T)[:, 0]
             ours = Trajectory(centers=centers, labels=ref.labels, assignments=None)
-            rows.append(compare("learned format <- faithful", data_name, ours, ref, X, gamma,
+            rows.append(compare("learned format <- all-attention", data_name, ours, ref, X, gamma,
                                 f"same centers (dev <= {tol:g})", lambda dev, gap, tol=tol: dev <= tol, True))
         # The tied layer's pieces, taken from the construction at another k, run it at this k.
-        phi, tied = params_from_transformer(lloyd_transformer(d, k + 1, 1e4, config="faithful"), tied=True)
-        ref = lloyd_transformer(d, k, 1e4, config="faithful").run(X, init, T, reembed=True)
+        phi, tied = params_from_transformer(lloyd_transformer(d, k + 1, 1e4, config="all-attention"), tied=True)
+        ref = lloyd_transformer(d, k, 1e4, config="all-attention").run(X, init, T, reembed=True)
         centers = run_steps(phi, X[None], init[None], tied.at_k(k), T)[:, 0]
         ours = Trajectory(centers=centers, labels=ref.labels, assignments=None)
         rows.append(compare("tied format (k+1) -> k", data_name, ours, ref, X, 1e4,
