@@ -26,6 +26,8 @@ Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
                 positive number to every score), never 0/0.
 ``"identity"``  each token attends to itself only (requires queries = keys);
                 scores are not computed.
+``"softmax_dropout"``  softmax, then attention dropout (parameter ``p`` via
+                ``Block.params``; needs ``rng``): the authors' evaluation.
 
 Sparse and random normalizers (defined in :mod:`kmt_ref.normalizers`, used by
 the variants): ``"sparsemax"``, ``"normmax2"`` and ``"normmax_inf"`` (parameter
@@ -58,6 +60,7 @@ __all__ = [
     "attention_weights",
     "project",
     "register_normalizer",
+    "softmax_dropout",
     "softmax",
     "hardmax",
     "hardmax_average",
@@ -85,6 +88,19 @@ def softmax(scores):
     shifted = scores - anp.max(scores, axis=-1, keepdims=True)
     e = anp.exp(shifted)
     return e / anp.sum(e, axis=-1, keepdims=True)
+
+
+def softmax_dropout(scores, p, rng):
+    """:func:`softmax`, then attention dropout: each weight zeroed with probability ``p``, the others
+    divided by ``1 - p`` (rows then sum to 1 only in expectation).
+
+    The authors' model applies this (PyTorch's ``F.dropout`` on the attention
+    weights, ``p = 0.01`` on every block) at evaluation as well as in training;
+    :func:`kmt_ref.learning.model.run_steps` offers it for evaluation only.
+    """
+    weights = softmax(scores)
+    keep = rng.random(np.shape(weights)) >= p
+    return weights * keep / (1.0 - p)
 
 
 def hardmax(scores):
@@ -155,6 +171,7 @@ class Normalizer:
 #: Registry of normalizers by name (add one with :func:`register_normalizer`).
 NORMALIZERS = {
     "softmax": Normalizer(softmax),
+    "softmax_dropout": Normalizer(softmax_dropout, needs_rng=True),
     "hardmax": Normalizer(hardmax, uses_gamma=False, average=hardmax_average),
     "linear": Normalizer(linear_normalize, uses_gamma=False),
     "identity": Normalizer(None, uses_gamma=False),

@@ -16,7 +16,7 @@ from kmt_ref.learning.model import (
     unflatten,
 )
 from kmt_ref.learning.train import TrainConfig, batch_loss
-from kmt_ref.tasks import sample_tasks
+from kmt_ref.tasks import gaussian_mixture, sample_tasks
 
 
 @pytest.mark.parametrize("rows", [5, 2])
@@ -163,3 +163,32 @@ def test_evaluation_does_not_depend_on_how_many_tasks_share_a_chunk():
     together = run_steps(theta, X, init, config, 2, chunk=6)
     for chunk in (1, 4):
         np.testing.assert_array_equal(run_steps(theta, X, init, config, 2, chunk=chunk), together)
+
+
+def test_attention_dropout_is_pytorch_s_on_the_weights_and_off_by_default():
+    from kmt_ref.attention import softmax, softmax_dropout
+
+    scores = np.random.default_rng(0).standard_normal((400, 50))
+    w = softmax_dropout(scores, 0.25, np.random.default_rng(1))
+    dropped = w == 0
+    assert 0.23 < dropped.mean() < 0.27  # each weight dropped with probability p
+    np.testing.assert_allclose(w[~dropped], softmax(scores)[~dropped] / 0.75, rtol=1e-15)  # survivors scaled
+    np.testing.assert_array_equal(w, softmax_dropout(scores, 0.25, np.random.default_rng(1)))  # the rng decides
+
+
+def test_run_steps_with_dropout_needs_a_generator_and_is_reproducible():
+    from kmt_ref.learning.model import ModelConfig, init_params, run_steps
+
+    config = ModelConfig(d=2, k=3)
+    theta = init_params(config, np.random.default_rng(0))
+    X, init, _ = gaussian_mixture(np.random.default_rng(1), n=30, d=2, k=3)
+    X, init = X[None], init[None]
+    plain = run_steps(theta, X, init, config, 3)
+    np.testing.assert_array_equal(plain, run_steps(theta, X, init, config, 3, dropout=0.0))
+    with pytest.raises(ValueError, match="rng"):
+        run_steps(theta, X, init, config, 3, dropout=0.01)
+    with pytest.raises(ValueError, match="dropout must be in"):
+        run_steps(theta, X, init, config, 3, dropout=1.0, rng=np.random.default_rng(0))
+    a = run_steps(theta, X, init, config, 3, dropout=0.3, rng=np.random.default_rng(2))
+    np.testing.assert_array_equal(a, run_steps(theta, X, init, config, 3, dropout=0.3, rng=np.random.default_rng(2)))
+    assert not np.array_equal(a, plain)

@@ -48,3 +48,12 @@ def test_committed_paper_sweep_is_not_stale():
     for row in fresh["rows"]:
         np.testing.assert_allclose(np.array(row[4:], dtype=float), np.array(rows[tuple(row[:4])], dtype=float),
                                    rtol=1e-9, atol=1e-12)
+
+
+def test_coverage_counts_the_cells_of_each_n():
+    grid = dict(ps.PAPER_GRID, ns=[100, 278], ks=[5], ds=[1, 2], scales=[1, 2, 3])
+    result = dict(grid=grid, rows=[[5, 1, 100, 1, 0.0, 0.0, 0.0], [5, 2, 100, 3, None, None, None]])
+    assert ps.coverage(result) == {100: (2, 6), 278: (0, 6)}
+    committed = ps.coverage(ps.load_paper_sweep())
+    assert all(run == total == 1000 for n, (run, total) in committed.items() if n <= ps.SUBSAMPLE_ABOVE)
+    assert {n: run for n, (run, _) in committed.items() if n > ps.SUBSAMPLE_ABOVE} == ps.SUBSAMPLE_CELLS

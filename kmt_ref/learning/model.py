@@ -36,7 +36,16 @@ import autograd.numpy as anp
 import numpy as np
 
 from .. import kernels
-from .._validation import check_batch, check_bool, check_choice, check_instance, check_int, check_n_steps, check_rng
+from .._validation import (
+    check_batch,
+    check_bool,
+    check_choice,
+    check_fraction,
+    check_instance,
+    check_int,
+    check_n_steps,
+    check_rng,
+)
 from ..attention import Block
 from ..layer import BLOCK_NAMES, KMeansTransformer, transformer_layer
 from ..tokens import TokenLayout
@@ -257,14 +266,17 @@ def id_structure(theta, config):
     return out
 
 
-def blocks_from_params(theta, config):
-    """The four :class:`~kmt_ref.attention.Block` objects of the model (Euclidean softmax)."""
+def blocks_from_params(theta, config, dropout=0.0):
+    """The four :class:`~kmt_ref.attention.Block` objects of the model (Euclidean softmax).
+
+    ``dropout > 0``: attention dropout with that probability on every block
+    (normalizer ``"softmax_dropout"``; running the model then needs ``rng``).
+    """
     params = unflatten(theta, config)
+    mechanism = dict(normalizer="softmax_dropout", params={"p": dropout}) if dropout else dict(normalizer="softmax")
     return {
-        b: Block(
-            p["Wq"], p["Wk"], p["Wv"], score="euclidean", normalizer="softmax",
-            gamma=config.gamma, bq=p["bq"], bk=p["bk"], bv=p["bv"],
-        )
+        b: Block(p["Wq"], p["Wk"], p["Wv"], score="euclidean", gamma=config.gamma,
+                 bq=p["bq"], bk=p["bk"], bv=p["bv"], **mechanism)
         for b, p in params.items()
     }
 
@@ -309,7 +321,7 @@ def forward(theta, X, init, config, attend=kernels.attend, n_layers=1, every_ste
     return steps if every_step else steps[-1]
 
 
-def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32):
+def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32, dropout=0.0, rng=None):
     """Apply the trained layer ``n_layers`` times to a batch of tasks: the centers.
 
     :meth:`KMeansTransformer.run <kmt_ref.layer.KMeansTransformer.run>` of
@@ -328,6 +340,12 @@ def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32):
         it the tokens of the previous layer are fed back unchanged.
     chunk : int
         Tasks processed together (bounds memory at ``chunk * n * n``).
+    dropout : float
+        Attention dropout probability at evaluation, ``0 <= dropout < 1``
+        (default 0, none). The authors' model keeps its training dropout,
+        ``p = 0.01``, active when it is evaluated; this reproduces it.
+    rng : numpy.random.Generator
+        The dropout draws; required when ``dropout > 0``.
 
     Returns
     -------
@@ -340,12 +358,15 @@ def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32):
     n_layers = check_n_steps(n_layers, "n_layers")
     reembed = check_bool(reembed, "reembed")
     chunk = check_int(chunk, "chunk", low=1)
-    model = to_transformer(np.asarray(theta), config)
+    dropout = check_fraction(dropout, "dropout")
+    if dropout:
+        check_rng(rng, "rng", " (dropout > 0 draws random numbers)")
+    model = to_transformer(np.asarray(theta), config, dropout=dropout)
     centers = np.empty((n_layers + 1,) + init.shape)
     for lo in range(0, X.shape[0], chunk):
         sl = slice(lo, lo + chunk)
-        centers[:, sl] = model.run(X[sl], init[sl], n_layers, reembed=reembed, keep_assignments=False,
-                                   diverged="return").centers
+        centers[:, sl] = model.run(X[sl], init[sl], n_layers, rng=rng if dropout else None, reembed=reembed,
+                                   keep_assignments=False, diverged="return").centers
     return centers
 
 
@@ -397,6 +418,6 @@ def params_from_transformer(model, tied=False):
     return tie(np.concatenate(parts), config) if tied else (np.concatenate(parts), config)
 
 
-def to_transformer(theta, config, name="learned k-means transformer"):
+def to_transformer(theta, config, name="learned k-means transformer", dropout=0.0):
     """The model as a :class:`~kmt_ref.layer.KMeansTransformer` (for ``run``, ``weights``)."""
-    return KMeansTransformer(config.layout, blocks_from_params(np.asarray(theta), config), name=name)
+    return KMeansTransformer(config.layout, blocks_from_params(np.asarray(theta), config, dropout), name=name)

@@ -33,6 +33,7 @@ __all__ = ["reproduce", "train_command"]
 #: One line per experiment, for ``reproduce --help``.
 EXPERIMENT_HELP = {
     "learning": "the learned layer (tokens [x | y]) against Lloyd over 20 steps (paper Fig. 4a)",
+    "eval-dropout": "the learned layer of Fig. 4a evaluated with the authors' attention dropout (p = 0.01) on",
     "ablation": "the same with tokens [x] only (paper Fig. 4b)",
     "generalization": "the layer trained at n = 512 applied to other n (paper Fig. 4d)",
     "kmeanspp": "k-means++ initial centers (paper Fig. 4c)",
@@ -120,6 +121,15 @@ def report_text(name, result):
             learned, lloyd = row["learned_log_objective"], row["lloyd_log_objective"]
             gap = "" if learned is None else f"{learned - lloyd:+.3f}"
             lines.append(f"  {setting:<28}{lloyd:8.3f}{_fmt(learned):>10}{gap:>17}")
+    if name == "eval-dropout":
+        lines.append(f"mean log k-means objective after 20 steps on held-out tasks, median [min, max] over seeds; "
+                     f"attention dropout p = {result['dropout']:g} on every block:")
+        for label, key in (("Lloyd", "lloyd"), ("learned, no dropout", "learned"),
+                           ("learned, dropout on", "learned_dropout")):
+            v = result[f"{key}_final"]
+            lines.append(f"  {label:<26}{np.median(v):8.3f}   [{min(v):.3f}, {max(v):.3f}]")
+        gap = [a - b for a, b in zip(result["learned_dropout_final"], result["lloyd_final"], strict=True)]
+        lines.append(f"  dropout on, minus Lloyd, per seed: [{min(gap):+.3f}, {max(gap):+.3f}]")
     if name == "training-curves":
         st = result["setting"]
         lines.append(f"{st['n']} points, batches of {st['batch']}, {st['n_steps']} steps; final validation ratio "

@@ -30,7 +30,7 @@ from ..certificate import exactness_certificate
 from ..classical import lloyd
 from ..geometry import kmeans_objective, nearest_center, squared_distances
 from ..layer import BLOCK_NAMES
-from ..learning.evaluate import evaluation_tasks, lloyd_curve, model_curve, summarize
+from ..learning.evaluate import evaluation_tasks, lloyd_curve, log_objective_curve, model_curve, summarize
 from ..learning.model import run_steps, unflatten
 from ..learning.train import TrainConfig, load_result, train
 from ..lloyd_transformer import equation5_weights, lloyd_transformer
@@ -251,6 +251,43 @@ def ablation(scale="quick", results_dir=None, train_missing=True, progress=True,
         d_only_log_objective=float(np.median(m[:, -1])),
         lloyd_final=_finite(ll[:, -1]), d_only_final=_finite(m[:, -1]),
         val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
+    )
+
+
+#: The authors' attention dropout, which their model keeps active at evaluation.
+EVAL_DROPOUT = 0.01
+
+
+def eval_dropout(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
+    """The learned ``[x | y]`` layer evaluated as the authors evaluate it: attention dropout on.
+
+    On each seed's held-out tasks (those of :func:`learning`): Lloyd, the
+    layer as trained (no dropout) and the layer with dropout ``p =``
+    :data:`EVAL_DROPOUT` on every block, its draws from a generator of the
+    run's own seed (``SeedSequence(seed)``'s fifth child; the tasks use the
+    fourth).
+    """
+    s = SCALES[scale]
+    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
+    with_dropout = []
+    for i, r in enumerate(models):
+        if progress:
+            print(f"  evaluating seed {r.config.seed} ({i + 1}/{len(models)}) with attention dropout "
+                  f"p = {EVAL_DROPOUT}", file=sys.stderr, flush=True)
+        X, init = evaluation_tasks(r.config, s["eval_tasks"])
+        rng = np.random.default_rng(np.random.SeedSequence(r.config.seed).spawn(5)[4])
+        centers = run_steps(r.theta, X, init, r.config.model, s["n_eval_steps"], dropout=EVAL_DROPOUT, rng=rng)
+        with_dropout.append(log_objective_curve(X, centers)[0])
+    with_dropout = np.array(with_dropout)
+    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress)
+    return dict(
+        **_status(models), dropout=EVAL_DROPOUT,
+        lloyd=_summary(ll), learned=_summary(m), learned_dropout=_summary(with_dropout),
+        lloyd_log_objective=float(np.median(ll[:, -1])),
+        learned_log_objective=float(np.median(m[:, -1])),
+        learned_dropout_log_objective=float(np.median(with_dropout[:, -1])),
+        lloyd_final=_finite(ll[:, -1]), learned_final=_finite(m[:, -1]),
+        learned_dropout_final=_finite(with_dropout[:, -1]),
     )
 
 
@@ -599,6 +636,7 @@ def _training_separation(config, n_tasks=20):
 
 EXPERIMENTS = {
     "learning": learning,
+    "eval-dropout": eval_dropout,
     "ablation": ablation,
     "generalization": generalization,
     "kmeanspp": kmeanspp,

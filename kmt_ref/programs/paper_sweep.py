@@ -41,7 +41,7 @@ from ..tasks import DATA_DIR
 from ._results import COMMITTED_DIR, check_output_dir, output_dir
 
 __all__ = ["PAPER_GRID", "HEATMAPS", "authors_task", "cell_losses", "run_paper_sweep", "load_authors",
-           "load_paper_sweep", "summarize", "compare", "heatmap_grids", "reproduce"]
+           "load_paper_sweep", "summarize", "compare", "coverage", "heatmap_grids", "reproduce"]
 
 #: The authors' grid.
 PAPER_GRID = dict(
@@ -212,6 +212,16 @@ def heatmap_grids(result, gamma, rows_axis, cols_axis, authors=None):
     rv, cv = sorted({key[0] for key in a}), sorted({key[1] for key in a})
     grid = lambda m: np.array([[m.get((r, c), np.nan) for c in cv] for r in rv])  # noqa: E731
     return rv, cv, grid(a), grid(b)
+
+
+def coverage(result):
+    """Cells run of the cells in the grid, per ``n``: ``{n: (run, in grid)}`` (each cell serves every gamma)."""
+    grid = result["grid"]
+    per_n = len(grid["ks"]) * len(grid["ds"]) * len(grid["scales"])
+    run = {n: 0 for n in grid["ns"]}
+    for row in result["rows"]:
+        run[int(row[2])] += 1
+    return {n: (count, per_n) for n, count in run.items()}
 
 
 def load_paper_sweep(path=COMMITTED_PATH):

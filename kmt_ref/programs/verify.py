@@ -119,7 +119,7 @@ def figure3_row():
     printed = np.round(traj.log_objectives(X), 2)
     same = bool(np.array_equal(printed, FIGURE3_PAPER_LOG_OBJECTIVES))
     return compare("Thm 2.1 validated", "fig3, the authors' draw", traj, lloyd(X, init, 10), X, 1e4,
-                   "paper's printed log objectives (2 dp)", lambda dev, gap: same, True)
+                   "the authors' notebook's log objectives (2 dp)", lambda dev, gap: same, True)
 
 
 def _gamma_claim(gamma):
