@@ -64,10 +64,18 @@ def check_name(value, name="name"):
     return value
 
 
-def _as_float_matrix(name, value):
-    """Convert ``value`` to a fresh float64 2-D array, refusing what cannot be."""
+def _as_float_array(name, value, shape="(n, d)", copy=True):
+    """``value`` as a float64 array of the shape named by ``shape`` (``"(n, d)"`` or ``"(B, n, d)"``).
+
+    Refuses what cannot be one: ragged, complex, string and object input, the
+    wrong number of axes, empty axes, non-finite entries and entries above
+    :data:`MAX_ABS`. A batch's errors name the task. ``copy=False`` returns
+    ``value`` itself when it is already a float64 array; ``value`` may be an
+    ``autograd`` box, whose value is checked and returned as given.
+    """
+    boxed = hasattr(value, "_value")
     try:
-        arr = np.asarray(value)
+        arr = np.asarray(value._value if boxed else value)
     except ValueError:  # NumPy refuses ragged nested lists
         raise ValueError(f"{name} must be a rectangular numeric array; got {name}={_describe(value)}") from None
     if arr.dtype == object or not (
@@ -78,29 +86,48 @@ def _as_float_matrix(name, value):
         raise ValueError(
             f"{name} must be a real numeric array; got {name}={_describe(value)}"
         )
-    if arr.ndim != 2:
+    ndim = shape.count(",") + 1
+    if arr.ndim != ndim:
         raise ValueError(
-            f"{name} must be 2-D of shape (n, d); got {name}.ndim={arr.ndim} "
+            f"{name} must be {ndim}-D of shape {shape}; got {name}.ndim={arr.ndim} "
             f"({name}.shape={arr.shape})"
         )
-    if arr.shape[0] < 1 or arr.shape[1] < 1:
+    if min(arr.shape) < 1:
         raise ValueError(f"{name} must be non-empty; got {name}.shape={arr.shape}")
     # np.array copies: callers may modify the result without touching the input.
-    out = np.array(arr, dtype=np.float64)
-    if not np.all(np.isfinite(out)):
-        bad = np.argwhere(~np.isfinite(out))[0]
-        raise ValueError(
-            f"{name} must be finite; got {name}[{bad[0]}, {bad[1]}]="
-            f"{out[bad[0], bad[1]]}"
-        )
+    out = np.array(arr, dtype=np.float64) if copy else np.asarray(arr, dtype=np.float64)
+    where = (lambda bad: f" (task {bad[0]})") if ndim == 3 else (lambda bad: "")
+    finite = np.isfinite(out)
+    if not finite.all():
+        bad = tuple(int(i) for i in np.argwhere(~finite)[0])
+        raise ValueError(f"{name} must be finite; got {name}{list(bad)}={out[bad]}{where(bad)}")
     big = np.abs(out) > MAX_ABS
     if big.any():
-        bad = np.argwhere(big)[0]
+        bad = tuple(int(i) for i in np.argwhere(big)[0])
         raise ValueError(
             f"{name} must have every |entry| <= {MAX_ABS:g} (its squared distances must be finite in "
-            f"float64); got {name}[{bad[0]}, {bad[1]}]={out[bad[0], bad[1]]:g}: rescale the data"
+            f"float64); got {name}{list(bad)}={out[bad]:g}{where(bad)}: rescale the data"
         )
-    return out
+    return value if boxed else out
+
+
+def _as_float_matrix(name, value):
+    """Convert ``value`` to a fresh float64 2-D array, refusing what cannot be."""
+    return _as_float_array(name, value)
+
+
+def _check_spread(X):
+    """Refuse points that differ by less than 1e-150 in every coordinate without being identical
+    (their squared distances underflow to 0); ``X`` of shape (n, d) or (B, n, d), per task."""
+    spread = np.max(np.ptp(X, axis=-2), axis=-1)  # () or (B,)
+    tiny = (spread > 0) & (spread < 1e-150)
+    if np.any(tiny):
+        task = f" in task {int(np.argwhere(tiny)[0][0])}" if np.ndim(spread) else ""
+        raise ValueError(
+            f"X must spread more than 1e-150 in some coordinate (its squared distances underflow to 0 "
+            f"otherwise); got a largest spread of {float(np.max(np.where(tiny, spread, 0))):g}{task}: "
+            "rescale the data"
+        )
 
 
 def check_data(X):
@@ -125,12 +152,7 @@ def check_data(X):
         being identical (squared distances would underflow to 0).
     """
     X = _as_float_matrix("X", X)
-    spread = float(np.max(np.ptp(X, axis=0)))
-    if 0.0 < spread < 1e-150:
-        raise ValueError(
-            f"X must spread more than 1e-150 in some coordinate (its squared distances underflow to 0 "
-            f"otherwise); got a largest spread of {spread:g}: rescale the data"
-        )
+    _check_spread(X)
     return X
 
 
@@ -311,30 +333,29 @@ def check_choice(value, name, choices):
 def check_batch(X, centers, centers_name="init", finite_centers=True):
     """Validate a batch of tasks: ``X`` of shape (B, n, d), centers of shape (B, k, d).
 
-    Learning code calls this inside training, so nothing is copied and
-    ``centers`` may be an ``autograd`` array box (its value is checked).
-    ``finite_centers=False`` lets non-finite centers through (an evaluation
-    reports a diverged iteration instead of refusing it).
+    Each task gets the checks of a single task (:func:`check_data`,
+    :func:`check_centers`), and an error names the task. Learning code calls
+    this inside training, so nothing is copied and ``centers`` may be an
+    ``autograd`` array box (its value is checked). ``finite_centers=False``
+    lets non-finite centers through (an evaluation reports a diverged
+    iteration instead of refusing it).
 
     Returns
     -------
     X : ndarray, shape (B, n, d)
         As a float64 array (no copy when it already is one).
     """
-    try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"X must be a numeric array of shape (B, n, d); got X={_describe(X)}") from None
+    X = _as_float_array("X", X, "(B, n, d)", copy=False)
+    _check_spread(X)
     value = np.asarray(getattr(centers, "_value", centers))
-    if X.ndim != 3 or value.ndim != 3:
+    if value.ndim != 3:
         raise ValueError(f"X and {centers_name} must have shapes (B, n, d) and (B, k, d); "
                          f"got X.shape={X.shape}, {centers_name}.shape={value.shape}")
     if value.shape[0] != X.shape[0] or value.shape[2] != X.shape[2]:
         raise ValueError(f"{centers_name} must have X's batch size and dimension (B={X.shape[0]}, "
                          f"d={X.shape[2]}); got {centers_name}.shape={value.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError(f"X must be finite; got a non-finite entry at X{tuple(np.argwhere(~np.isfinite(X))[0])}")
-    if finite_centers and not np.all(np.isfinite(value)):
-        raise ValueError(f"{centers_name} must be finite; got a non-finite entry at "
-                         f"{centers_name}{tuple(np.argwhere(~np.isfinite(value))[0])}")
+    if finite_centers:
+        _as_float_array(centers_name, value, "(B, k, d)", copy=False)
+    elif value.dtype == object or not np.issubdtype(value.dtype, np.number) or np.iscomplexobj(value):
+        raise ValueError(f"{centers_name} must be a real numeric array; got {centers_name}={_describe(centers)}")
     return X

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import kmt_ref
 from kmt_ref import kmeans_objective, kmeans_plusplus, lloyd, lloyd_transformer
 
 X_OK = np.arange(20, dtype=float).reshape(10, 2)
@@ -112,3 +113,44 @@ def test_checks_routed_through_the_validation_module_name_argument_and_value():
     for call, message in cases:
         with pytest.raises(ValueError, match=message):
             call()
+
+
+def _batch_entry_points():
+    from kmt_ref.learning.model import ModelConfig, forward, init_params, run_steps
+
+    config = ModelConfig(d=1, k=2)
+    theta = init_params(config, np.random.default_rng(0))
+    return {
+        "lloyd": lambda X, C: kmt_ref.lloyd(X, C, 1),
+        "kmeans_objective": lambda X, C: kmt_ref.kmeans_objective(X, C),
+        "KMeansTransformer.run": lambda X, C: kmt_ref.lloyd_transformer(1, 2).run(X, C, 1),
+        "run_steps": lambda X, C: run_steps(theta, X, C, config, 1),
+        "forward": lambda X, C: forward(theta, X, C, config),
+    }
+
+
+GOOD_X = np.array([[0.0], [1.0], [3.0]])
+GOOD_C = np.array([[0.0], [3.0]])
+
+
+@pytest.mark.parametrize("entry", list(_batch_entry_points()))
+@pytest.mark.parametrize("X, C, match", [
+    # the reproducers of the reliability review: each is refused for a single task too
+    (np.array([[0.0], [1e155], [3e155]]), np.array([[0.0], [3e155]]), r"\|entry\| <= 1e\+150.*X\[1, 1, 0\].*\(task 1\)"),
+    (np.array([[0.0], [1e-155], [3e-155]]), np.array([[0.0], [3e-155]]), r"spread more than 1e-150.*in task 1"),
+    (GOOD_X + 1j, GOOD_C, "X must be a real numeric array"),
+    (np.array([["0"], ["1"], ["3"]]), GOOD_C, "X must be a real numeric array"),
+])
+def test_every_batch_entry_point_checks_each_task_like_a_single_task(entry, X, C, match):
+    with pytest.raises(ValueError):
+        kmt_ref.lloyd(X, C, 1)  # the single-task check refuses the task
+    with pytest.raises(ValueError, match=match):  # and so does every batch entry point, naming it
+        _batch_entry_points()[entry](np.stack([GOOD_X, X]), np.stack([GOOD_C, C]))
+
+
+@pytest.mark.parametrize("entry", ["lloyd", "KMeansTransformer.run", "run_steps"])
+def test_batch_centers_get_the_single_task_center_checks(entry):
+    X = np.stack([GOOD_X, GOOD_X])
+    C = np.stack([GOOD_C, np.array([[0.0], [2e150]])])
+    with pytest.raises(ValueError, match=r"init\[1, 1, 0\].*\(task 1\)"):
+        _batch_entry_points()[entry](X, C)
