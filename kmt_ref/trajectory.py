@@ -98,8 +98,21 @@ def iterate(step, X, C, n_iter, keep_assignments=False):
     assignments = np.empty((n_iter,) + X.shape[:-1] + C.shape[-2:-1]) if keep_assignments else None
     centers[0] = C
     for t in range(n_iter):
-        new, labels[t], *extra = step(centers[t], t)
-        centers[t + 1] = new
+        current = centers[t]
+        current.flags.writeable = False  # a view of the record: a step may not move a recorded iterate
+        new, lab, *extra = step(current, t)
+        centers[t + 1] = _returned(new, C.shape, "centers", t)
+        labels[t] = _returned(lab, labels.shape[1:], "labels", t, integer=True)
         if keep_assignments:
-            assignments[t] = extra[0]
+            assignments[t] = _returned(extra[0] if extra else None, assignments.shape[1:], "assignments", t)
     return Trajectory(centers=centers, labels=labels, assignments=assignments)
+
+
+def _returned(value, shape, what, t, integer=False):
+    """What a step returned, checked: the shape the trajectory records, real numbers (integers for labels)."""
+    arr = np.asarray(value)
+    kinds = "iu" if integer else "iuf"
+    if arr.shape != shape or arr.dtype.kind not in kinds:
+        raise ValueError(f"step must return {what} of shape {shape} and {'integer' if integer else 'real'} dtype; "
+                         f"got {what} of shape {arr.shape} and dtype {arr.dtype} at iteration {t}")
+    return arr

@@ -180,3 +180,36 @@ def test_the_classical_twins_are_accurate_far_from_the_origin_too():
                 lambda X, C: gap_trimmed_kmeans(X, C, 5, 1.0)):
         near, far = run(X, init), run(X + 1e6, init + 1e6)
         np.testing.assert_allclose(far.centers - 1e6, near.centers, atol=1e-8)
+
+
+def test_iterate_protects_the_recorded_iterates_from_the_step():
+    from kmt_ref.trajectory import iterate
+
+    X = np.array([[0.0], [1.0], [3.0]])
+    init = np.array([[0.0], [3.0]])
+
+    def in_place(C, t):
+        C += 1.0  # a step that moves its input would shift every recorded iterate
+        return C, np.zeros(3, dtype=int)
+
+    with pytest.raises(ValueError, match="read-only"):
+        iterate(in_place, X, init, 2)
+
+    def copying(C, t):
+        return C + 1.0, np.zeros(3, dtype=int)
+
+    traj = iterate(copying, X, init, 2)
+    np.testing.assert_array_equal(traj.centers[0], init)
+    np.testing.assert_array_equal(traj.centers[2], init + 2.0)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda C, t: (C[0], np.zeros(3, dtype=int)), r"centers of shape \(2, 1\).*got centers of shape \(1,\)"),
+    (lambda C, t: (C, np.zeros(3)), "labels of shape .* integer dtype"),
+    (lambda C, t: (C.astype(complex), np.zeros(3, dtype=int)), "real dtype"),
+])
+def test_iterate_checks_what_the_step_returns(bad, match):
+    from kmt_ref.trajectory import iterate
+
+    with pytest.raises(ValueError, match=match):
+        iterate(bad, np.array([[0.0], [1.0], [3.0]]), np.array([[0.0], [3.0]]), 1)
