@@ -151,3 +151,28 @@ X5 = np.arange(10.0).reshape(5, 2)
 def test_bad_input_raises_value_error_naming_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_far_from_the_origin_k_medoids_measures_from_a_reference_point():
+    # the reliability review's reproducer: at an offset of 1e8 the plain expansion loses everything below 1
+    base = np.array([[0.0], [1.0], [2.5], [3.1], [4.0]])
+    X = 1e8 + base
+    ref = kmedoids(base, base[:1], 1).centers[-1]
+    np.testing.assert_array_equal(kmedoids(X, X[:1], 1).centers[-1], ref + 1e8)
+    assert ref[0, 0] == 2.5  # distance sum 6.1 (3.1 has 6.7); the kmedoids package agrees
+    for temperature in (0.5, 8.0):
+        # X itself rounds base + 1e8 to multiples of 1.5e-8; the law moves by about that, not by 0.1
+        np.testing.assert_allclose(medoid_law(X, X[:1], temperature), medoid_law(base, base[:1], temperature),
+                                   rtol=0, atol=1e-7)
+
+
+def test_far_from_the_origin_the_gumbel_transformer_equals_its_twin():
+    rng = np.random.default_rng(4)
+    X, _, _ = gaussian_mixture(rng, n=200, d=2, k=4)
+    for offset in (1e8, -3e5):
+        Xo = X + offset
+        init = Xo[:4]
+        twin = randomized_kmedoids(Xo, init, 5, 0.05, np.random.default_rng(1))
+        model = kmedoids_transformer(2, 4, 0.05).run(Xo, init, 5, rng=np.random.default_rng(1))
+        np.testing.assert_allclose(model.centers, twin.centers, rtol=0, atol=1e-12 * abs(offset))
+        np.testing.assert_array_equal(model.labels, twin.labels)

@@ -165,7 +165,7 @@ def check_medoid_law(medoid_law):
                  hint="softmax of -||x_i - c_j||^2 / temperature over the candidates of center j only")
     model = kmedoids_transformer(2, 3, temperature)
     draws = np.array([model.run(X, C, 1, rng=np.random.default_rng(s)).centers[1, 0] for s in range(1500)])
-    # A medoid is a data point: (c - c) + x = x exactly.
+    # A medoid is a data point, up to one rounding of reading it back from shifted coordinates.
     picked = np.argmin(squared_distances(draws, X), axis=1)
     support = np.flatnonzero(got[0] > 0)
     counts = np.array([np.sum(picked == i) for i in support])

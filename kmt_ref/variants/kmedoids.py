@@ -31,8 +31,10 @@ state. Suppose nearest medoids are unique at every layer and no non-member's
 noise exceeds a member's by ``2G`` (probability at most ``n k exp(-2G + 1)``
 per layer -- zero in float64 at the default ``G = 1000``). Then the transformer
 and :func:`randomized_kmedoids` pick the same medoids at every layer; so each
-layer's medoid follows the law above, and the center is that row of X
-exactly (the layer adds the reset first: ``(c - c) + x = x``).
+layer's medoid follows the law above, and the center is that row of X: the
+layer adds the reset first, ``(c - c) + x = x`` exactly, in coordinates
+measured from a data value ``o`` (as the classical rule measures from a
+center), and reading the center back, ``(x - o) + o``, rounds at most once.
 
 Proof sketch. Invariant ``P = [X | Y_t]``, ``Q = [C_t | I_k]``; CAX, SAX and
 SAC are those of Theorem 2.1. In CAC, center j scores point i by
@@ -57,7 +59,7 @@ its comparison with :func:`kmedoids` is empirical (book, chapter Variants).
 import numpy as np
 
 from .._validation import check_centers, check_data, check_dims, check_positive, check_problem, check_rng
-from ..geometry import CHUNK_ELEMENTS, nearest_center, squared_distances
+from ..geometry import CHUNK_ELEMENTS, center_distances, nearest_center, squared_distances
 from ..layer import KMeansTransformer
 from ..trajectory import iterate
 from ._cac import cac_variant
@@ -92,7 +94,13 @@ def _check_inputs(X, init, n_iter):
 
 
 def _distance_sums(M):
-    """``sum_l ||m_i - m_l||`` for every row of ``M`` (m, d), in row chunks."""
+    """``sum_l ||m_i - m_l||`` for every row of ``M`` (m, d), in row chunks.
+
+    Measured from the first row: the expansion inside :func:`squared_distances`
+    then rounds at the scale of the members' spread, not of their distance
+    from the origin (at an offset of 1e8 it would lose everything below 1).
+    """
+    M = M - M[0]
     rows = max(1, CHUNK_ELEMENTS // M.shape[0])
     return np.concatenate([
         np.sqrt(squared_distances(M[s : s + rows], M)).sum(axis=1) for s in range(0, M.shape[0], rows)
@@ -154,7 +162,7 @@ def medoid_law(X, centers, temperature):
     C = check_centers(centers, X.shape[1], name="centers")
     temperature = check_positive(temperature, "temperature")
     labels = nearest_center(X, C)
-    logits = -squared_distances(C, X) / temperature  # (k, n)
+    logits = -center_distances(X, C).T / temperature  # (k, n), measured from the first center
     law = np.zeros_like(logits)
     for j in range(C.shape[0]):
         S = _candidates(labels, j)
@@ -193,7 +201,7 @@ def randomized_kmedoids(X, init, n_iter, temperature, rng):
 
     def step(C, t):
         labels = nearest_center(X, C)
-        noisy = -squared_distances(C, X) / temperature + rng.gumbel(size=(k, n))
+        noisy = -center_distances(X, C).T / temperature + rng.gumbel(size=(k, n))
         for j in range(k):
             noisy[j, ~_candidates(labels, j)] = -np.inf
         return X[np.argmax(noisy, axis=1)], labels
@@ -242,13 +250,17 @@ def kmedoids_transformer(d, k, temperature=1.0, rng=None, separation=1e3):
         check_rng(rng)
     base = cac_variant(d, k, "gumbel_max", separation, 1.0 / temperature,
                        name=f"randomized k-medoids (Gumbel, temperature={temperature:g})")
-    return RandomKMeansTransformer(base.layout, dict(base.blocks), rng=rng, name=base.name)
+    # Translation invariant: run measures from a data value, so the scores keep their precision far
+    # from the origin, as the classical rule's do.
+    return RandomKMeansTransformer(base.layout, dict(base.blocks), rng=rng, name=base.name,
+                                   translation_invariant=True)
 
 
 register_variant(Variant(
     name="k-medoids (Gumbel)", classical=randomized_kmedoids, transformer=kmedoids_transformer,
     parameter="temperature", values=(0.05,), needs_rng=True, init_in_data=True,
-    # exact: the reset comes first, (c - c) + x = x, and a one-hot average copies the medoid
-    tolerance=lambda X, temperature: 0.0,
+    # the medoid is copied exactly ((c - c) + x' = x', reset first) in coordinates measured from a
+    # data value o; reading it back, x' + o, rounds once: the allowance scales with |X|
+    tolerance=lambda X, temperature: 1e-12 * max(1.0, float(np.abs(X).max())),
     change="CAC: Gumbel-max attention over the members (a medoid drawn from its law), values read x",
 ))
