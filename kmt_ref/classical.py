@@ -1,7 +1,9 @@
 """Classical k-means: the objective, k-means++ seeding and Lloyd's algorithm.
 
 These are the references the transformers are checked against, written
-plainly. ``lloyd`` is itself checked against ``scipy.cluster.vq.kmeans2``.
+plainly. ``lloyd`` is itself checked against ``scipy.cluster.vq.kmeans2``,
+and its labels are exact arithmetic's even where two centers are nearly tied
+(:func:`~kmt_ref.geometry.nearest_center`), which SciPy's are not always.
 """
 
 import numpy as np

@@ -5,13 +5,16 @@ so the hard assignments of a transformer at ``gamma = inf`` and of Lloyd's
 algorithm are computed from identical numbers.
 """
 
+from fractions import Fraction
+
 import autograd.numpy as anp
 import numpy as np
 
 from ._validation import check_batch, check_centers, check_data, is_batch
 
-__all__ = ["squared_distances", "center_distances", "nearest_center", "assigned_squared_distances", "kmeans_objective",
-           "CHUNK_ELEMENTS"]
+__all__ = ["squared_distances", "center_distances", "nearest_center", "exact_nearest", "score_rounding_bound",
+           "assigned_squared_distances",
+           "kmeans_objective", "CHUNK_ELEMENTS"]
 
 #: Largest number of (query, key) pairs held in memory at once by the chunked
 #: routines (about 32 MB of float64).
@@ -52,15 +55,58 @@ def center_distances(X, C):
     return squared_distances(X - origin, C - origin)
 
 
+def score_rounding_bound(points, centers):
+    """Per point, a bound on how far two rounded scores ``|c|^2 - 2 x.c`` can be from their exact difference.
+
+    ``points`` (..., m, d) and ``centers`` (..., k, d), both measured from the
+    same reference. Each score is a sum of ``d + 1`` products and rounds by at
+    most ``(d + 2) eps (|c|^2 + 2 |x| |c|)``; the bound is twice the largest
+    over the centers, with a factor 2 to spare.
+    """
+    d = points.shape[-1]
+    c = np.sqrt(np.max(np.einsum("...ij,...ij->...i", centers, centers), axis=-1))[..., None]  # (..., 1)
+    x = np.sqrt(np.einsum("...ij,...ij->...i", points, points))  # (..., m)
+    return 4.0 * (d + 2) * np.finfo(float).eps * (c * c + 2.0 * x * c)
+
+
+def exact_nearest(x, C):
+    """Which centers are nearest to the point ``x`` in exact arithmetic: a boolean mask of shape (k,).
+
+    For the few points whose two best rounded scores are closer than their
+    rounding: first the direct distances ``sum (x - c)^2`` (relative error at
+    most ``(d + 2) eps``), and where those cannot separate the best centers
+    either, exact rational arithmetic on the candidates. More than one
+    ``True`` only at an exact tie.
+    """
+    equal = np.all(C == x, axis=-1)
+    if equal.any():  # distance exactly 0: the centers equal to x, and only they
+        return equal
+    direct = np.sum((x - C) ** 2, axis=-1)  # (k,)
+    slack = 1.01 * (x.shape[-1] + 2) * np.finfo(float).eps
+    candidates = np.flatnonzero(direct * (1.0 - slack) <= np.min(direct) * (1.0 + slack))
+    mask = np.zeros(C.shape[0], dtype=bool)
+    if candidates.size == 1:
+        mask[candidates] = True
+        return mask
+    xs = [Fraction(float(v)) for v in x]
+    exact = [sum((a - Fraction(float(b))) ** 2 for a, b in zip(xs, C[j], strict=True)) for j in candidates]
+    best = min(exact)
+    mask[[j for j, e in zip(candidates, exact, strict=True) if e == best]] = True
+    return mask
+
+
 def nearest_center(X, C):
-    """Index of the nearest center of every point; ties go to the lowest index.
+    """Index of the nearest center of every point, as exact arithmetic decides; exact ties go to the lowest index.
 
     The arg-min uses ``|c'|^2 - 2 x'.c'`` with ``x' = x - c_0`` and
     ``c' = c - c_0``: it differs from ``||x - c||^2`` by ``|x'|^2``, a
     constant per point, so it ranks the same, one pass less. Measuring from
     the first center keeps the expansion's rounding at the scale of the
     data's spread, not of its distance from the origin (at ``|x| = 1e6`` the
-    plain expansion loses everything below about 2e-4).
+    plain expansion loses everything below about 2e-4). Where a point's two
+    best scores are closer than their rounding (:func:`score_rounding_bound`), the
+    decision is remade by :func:`exact_nearest`, so every label is the exact
+    one: rounding never decides.
 
     Parameters
     ----------
@@ -74,6 +120,7 @@ def nearest_center(X, C):
     """
     n, k = X.shape[-2], C.shape[-2]
     batch = X.shape[:-2]
+    given = C
     origin = C[..., :1, :]
     C = C - origin
     c2 = np.einsum("...ij,...ij->...i", C, C)[..., None, :]
@@ -81,10 +128,18 @@ def nearest_center(X, C):
     rows = max(1, CHUNK_ELEMENTS // (k * max(1, int(np.prod(batch, dtype=int)))))
     labels = np.empty(batch + (n,), dtype=np.intp)
     for start in range(0, n, rows):
-        s = np.matmul(X[..., start : start + rows, :] - origin, Ct)  # (..., rows, k)
+        Xs = X[..., start : start + rows, :] - origin
+        s = np.matmul(Xs, Ct)  # (..., rows, k)
         s *= -2.0
         s += c2
         labels[..., start : start + rows] = np.argmin(s, axis=-1)
+        if k > 1:
+            two = np.partition(s, 1, axis=-1)
+            close = two[..., 1] - two[..., 0] <= score_rounding_bound(Xs, C)
+            for index in zip(*np.nonzero(close)):
+                point = index[:-1] + (start + index[-1],)
+                # the given coordinates: the shift by the origin may itself have rounded
+                labels[point] = np.argmax(exact_nearest(X[point], given[index[:-1]]))
     return labels
 
 

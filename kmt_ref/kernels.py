@@ -17,8 +17,13 @@ every construction, variant and the learned model, is a test
   all-attention layer's point-to-point attention costs O(n x chunk) memory; plain
   arrays use small chunks that stay in the processor's cache.
 * **Euclidean hardmax** ranks ``2 q.k - |k|^2``: ``-|q|^2`` is the same for
-  every key of a query and cannot change its arg-max set. The mean of the
-  arg-max rows is their sum divided by their count (see
+  every key of a query and cannot change its arg-max set. Where a query's two
+  best scores are closer than their rounding
+  (:func:`~kmt_ref.geometry.score_rounding_bound`), exact arithmetic decides
+  its arg-max set (:func:`~kmt_ref.geometry.exact_nearest`), as it does for
+  :func:`~kmt_ref.lloyd`: the one place where this path is *more* exact than
+  the reference, which ranks the rounded scores. The mean of the arg-max rows
+  is their sum divided by their count (see
   :func:`~kmt_ref.attention.hardmax_average`).
 * **Euclidean softmax** is an ``autograd`` primitive with a hand-written
   vector-Jacobian product (:func:`euclidean_softmax_attention`): it keeps no
@@ -50,7 +55,7 @@ from autograd.extend import defvjp, defvjp_argnums, primitive
 
 from ._validation import check_int, check_projection, check_rng
 from .attention import NORMALIZERS, SCORES
-from .geometry import CHUNK_ELEMENTS
+from .geometry import CHUNK_ELEMENTS, score_rounding_bound, exact_nearest
 
 __all__ = ["add_attention", "attend", "attend_parts", "is_plain", "structure", "euclidean_softmax_attention",
            "project", "set_threads", "threads", "over_task_slices"]
@@ -481,6 +486,17 @@ def _euclidean_hardmax(queries, keys, values):
     St = np.matmul(2.0 * keys, np.swapaxes(queries, -1, -2))  # (..., r, m); doubling is exact
     St -= np.sum(keys * keys, axis=-1)[..., :, None]
     best = St == np.max(St, axis=-2, keepdims=True)
+    if St.shape[-2] > 1:
+        # Where a query's two best keys are closer than the scores' rounding, exact arithmetic decides
+        # (as nearest_center does for Lloyd's algorithm): rounding never picks the arg-max set.
+        two = -np.partition(-St, 1, axis=-2)
+        batch = St.shape[:-2]
+        q = np.broadcast_to(queries, batch + queries.shape[-2:])
+        k = np.broadcast_to(keys, batch + keys.shape[-2:])
+        close = two[..., 0, :] - two[..., 1, :] <= score_rounding_bound(q, k)
+        for index in zip(*np.nonzero(close)):
+            task = index[:-1]
+            best[task + (slice(None), index[-1])] = exact_nearest(q[index], k[task])
     count = np.sum(best, axis=-2)[..., :, None]  # (..., m, 1)
     members = np.swapaxes(best, -1, -2).astype(float)
     return (members if values is None else np.matmul(members, values)) / count

@@ -280,7 +280,12 @@ class KMeansTransformer:
             # (Column by column: a sorted copy of all of X would double the run's memory.)
             m = (X.shape[-2] - 1) // 2
             origin = np.stack([np.partition(X[..., j], m, axis=-1)[..., m] for j in range(self.d)], axis=-1)
-            origin = origin[..., None, :]
+            # Only where the shift is exact (Sterbenz: x - o is exact for o/2 <= x <= 2o), so that it moves
+            # no decision: elsewhere the coordinate reaches zero and needs no shift for precision.
+            lo = np.minimum(np.min(X, axis=-2), np.min(C, axis=-2))
+            hi = np.maximum(np.max(X, axis=-2), np.max(C, axis=-2))
+            exact = np.where(origin > 0, (lo >= origin / 2) & (hi <= 2 * origin), (hi <= origin / 2) & (lo >= 2 * origin))
+            origin = np.where(exact, origin, 0.0)[..., None, :]
             X -= origin  # X is the validated copy: moved in place, no second copy
             moved, last = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged)
             centers = moved.centers + origin

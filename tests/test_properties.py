@@ -100,3 +100,55 @@ def test_k_equal_n_and_k_one_are_fixed_points_or_means(k):
                   lloyd_transformer(2, k, config="paper")):
         traj = model.run(X, X, 2)
         np.testing.assert_allclose(traj.centers[-1], X, rtol=0, atol=4 * np.spacing(1e6))
+
+
+def _exact_labels(X, C):
+    """Nearest centers in rational arithmetic; exact ties to the lowest index."""
+    from fractions import Fraction
+
+    out = []
+    for x in X:
+        d = [sum((Fraction(float(a)) - Fraction(float(b))) ** 2 for a, b in zip(x, c, strict=True)) for c in C]
+        out.append(d.index(min(d)))
+    return np.array(out)
+
+
+@st.composite
+def near_ties(draw):
+    """Points within a few ulps of the bisector of two centers, far from the origin or not."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    k, d = draw(st.integers(2, 4)), draw(st.integers(1, 3))
+    offset = draw(st.sampled_from([0.0, 1.0, 1e3, 1e6]))
+    wobble = draw(st.sampled_from([0.0, 1e-16, 1e-13, 1e-10]))
+    C = rng.standard_normal((k, d)) + offset
+    pairs = rng.integers(k, size=(20, 2))
+    X = (C[pairs[:, 0]] + C[pairs[:, 1]]) / 2 + wobble * rng.standard_normal((20, d)) * max(1.0, offset)
+    return X, C
+
+
+@SETTINGS
+@given(near_ties())
+def test_lloyd_labels_are_exact_arithmetic_s_even_at_near_ties(problem):
+    X, C = problem
+    exact = _exact_labels(X, C)
+    np.testing.assert_array_equal(lloyd(X, C, 1, empty_cluster="keep").labels[0], exact)
+
+
+@SETTINGS
+@given(near_ties(), st.sampled_from(["validated", "paper", "all-attention"]))
+def test_hardmax_constructions_decide_near_ties_exactly_too(problem, config):
+    X, C = problem
+    exact = _exact_labels(X, C)
+    D = np.array([[sum((a - b) ** 2 for a, b in zip(x, c, strict=True)) for c in C] for x in X])
+    # a point exactly tied is split by hardmax: only its lowest index is compared
+    traj = lloyd_transformer(X.shape[1], C.shape[0], config=config).run(X, C, 1)
+    np.testing.assert_array_equal(traj.labels[0], exact)
+    assert D.shape == (len(X), len(C))
+
+
+def test_the_reviewed_near_tie_is_decided_exactly():
+    X = np.array([[2], [1.999999999], [1.000000001], [1], [1.000000001]])
+    C = np.array([[2], [1], [1.000000001]])
+    assert lloyd(X, C, 1).labels[0].tolist() == [0, 0, 2, 1, 2] == _exact_labels(X, C).tolist()
+    for config in ("validated", "paper", "all-attention"):
+        assert lloyd_transformer(1, 3, config=config).run(X, C, 1).labels[0].tolist() == [0, 0, 2, 1, 2]
