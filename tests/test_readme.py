@@ -79,3 +79,14 @@ def test_readme_training_times_are_the_committed_ones():
         wall = json.loads((ROOT / "kmt_ref/results/learning/paper" / f"{name}.json").read_text())["train_wall_time"]
         minutes += [str(int(min(wall) // 60)), str(int(-(-max(wall) // 60)))]
     assert said is not None and list(said.groups()) == minutes
+
+
+def test_readme_eval_dropout_numbers_are_the_committed_ones():
+    text = (ROOT / "README.md").read_text()
+    said = re.search(r"evaluated\s+that way \(`reproduce eval-dropout --report`\), the `\[x \| y\]` models give "
+                     r"([0-9.]+) \(([0-9.]+) – ([0-9.]+)\),\s+still below Lloyd's algorithm on every seed", text)
+    drop = json.loads((ROOT / "kmt_ref/results/learning/paper/eval-dropout.json").read_text())
+    values = drop["learned_dropout_final"]
+    assert said is not None and said.groups() == tuple(f"{v:.3f}" for v in (drop["learned_dropout_log_objective"],
+                                                                             min(values), max(values)))
+    assert all(m < lloyd for m, lloyd in zip(values, drop["lloyd_final"], strict=True))
