@@ -7,6 +7,7 @@ is always a fresh float64 copy.
 """
 
 import numbers
+import os
 
 import numpy as np
 
@@ -55,6 +56,26 @@ def check_callable(value, name):
     if not callable(value):
         raise ValueError(f"{name} must be callable; got {name}={_describe(value)}")
     return value
+
+
+#: The results committed with the package: read-only inputs, never written.
+COMMITTED_RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def check_not_committed(path, name="path"):
+    """``path`` as an absolute path, refused if it is, or its real location (symbolic links followed,
+    for the file and every folder above it) lies, inside the committed results."""
+    path = os.path.abspath(os.fspath(path))
+    committed = os.path.realpath(COMMITTED_RESULTS)
+    real = os.path.realpath(path)
+    if real == committed or real.startswith(committed + os.sep):
+        raise ValueError(
+            f"{name} must not be inside the committed results ({committed}): they are read-only inputs; "
+            f"got {name}={path!r}" + ("" if real == path else f" (which is {real!r})")
+            + ". Write to another directory (default ./kmt_ref_results) and copy finished results in "
+            "deliberately."
+        )
+    return path
 
 
 def check_name(value, name="name"):

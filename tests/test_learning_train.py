@@ -162,3 +162,79 @@ def test_a_stale_partial_save_is_reported(tmp_path):
     open(f"{path}.tmp.npz", "wb").write(b"half a file")
     with pytest.warns(UserWarning, match="interrupted.*intact"):
         train(CONFIG, path, resume=True, stop_at=20, progress=False)
+
+
+def test_a_link_at_the_temporary_file_is_never_written_through(tmp_path):
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    path = tmp_path / "run.npz"
+    os.symlink(target, f"{path}.tmp.npz")
+    with pytest.raises(ValueError, match="not a regular file"):
+        train(CONFIG, checkpoint=str(path), progress=False)
+    assert target.read_text() == "keep me"
+
+
+def test_a_stale_partial_save_is_replaced_and_a_failed_save_leaves_no_partial_file(tmp_path, monkeypatch):
+    from kmt_ref.learning import checkpoint as ckpt
+
+    path = tmp_path / "run.npz"
+    (tmp_path / "run.npz.tmp.npz").write_bytes(b"half a file")
+    with pytest.warns(UserWarning, match="left over"):
+        train(CONFIG, checkpoint=str(path), progress=False, stop_at=10)
+    assert not os.path.exists(f"{path}.tmp.npz")
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ckpt.np, "savez", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        train(CONFIG, checkpoint=str(path), resume=True, progress=False)
+    assert not os.path.exists(f"{path}.tmp.npz")  # nothing blocks resuming in place
+    monkeypatch.undo()
+    assert load_checkpoint(str(path))[1]["step"] == 10  # the last good checkpoint
+
+
+def test_a_read_only_folder_is_found_before_step_one(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    steps = []
+    try:
+        if os.access(folder, os.W_OK):
+            pytest.skip("running as a user who can write anywhere (root)")
+        with pytest.raises(ValueError, match="cannot be written to"):
+            train(CONFIG, checkpoint=str(folder / "run.npz"), progress=False, on_step=steps.append)
+    finally:
+        folder.chmod(0o755)
+    assert steps == []
+
+
+def test_the_probe_refuses_an_unwritable_folder_whoever_runs(tmp_path, monkeypatch):
+    from kmt_ref.learning import checkpoint as ckpt
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(ckpt, "_create_exclusively", refused)
+    steps = []
+    with pytest.raises(ValueError, match="cannot be written to"):
+        train(CONFIG, checkpoint=str(tmp_path / "run.npz"), progress=False, on_step=steps.append)
+    assert steps == []
+
+
+def test_two_runs_on_one_checkpoint_path_the_second_is_refused(tmp_path):
+    from kmt_ref.learning.checkpoint import checkpoint_lock
+
+    path = str(tmp_path / "run.npz")
+    with checkpoint_lock(path), pytest.raises(ValueError, match="in use by another run"):
+        train(CONFIG, checkpoint=path, progress=False)
+    train(CONFIG, checkpoint=path, progress=False, stop_at=10)  # free again
+
+
+def test_no_checkpoint_is_written_through_a_link_into_the_committed_results(tmp_path):
+    from kmt_ref._validation import COMMITTED_RESULTS
+
+    os.symlink(os.path.join(COMMITTED_RESULTS, "learning"), tmp_path / "learning")
+    with pytest.raises(ValueError, match="committed results"):
+        train(CONFIG, checkpoint=str(tmp_path / "learning" / "new-run.npz"), progress=False)
+    assert not os.path.exists(os.path.join(COMMITTED_RESULTS, "learning", "new-run.npz"))

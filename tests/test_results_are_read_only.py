@@ -59,3 +59,26 @@ def test_committed_results_name_no_machine_paths():
     for path in (PACKAGE / "results").rglob("*"):
         if path.suffix in (".json", ".log"):
             assert not re.search(r"(?<![\w.])/(work|tmp|home|root|Users)/", path.read_text()), path
+
+
+def test_a_link_below_the_results_dir_into_the_committed_results_is_refused(tmp_path):
+    from kmt_ref._validation import COMMITTED_RESULTS
+    from kmt_ref.programs import experiments
+
+    os.symlink(os.path.join(COMMITTED_RESULTS, "learning", "quick"), tmp_path / "quick")
+    before = sorted(os.listdir(os.path.join(COMMITTED_RESULTS, "learning", "quick")))
+    with pytest.raises(ValueError, match="committed results"):
+        experiments.run_experiment("learning", "quick", str(tmp_path), train_missing=False, progress=False)
+    assert sorted(os.listdir(os.path.join(COMMITTED_RESULTS, "learning", "quick"))) == before
+
+
+def test_a_workbook_is_never_made_inside_the_committed_results(tmp_path):
+    from kmt_ref._validation import COMMITTED_RESULTS
+    from kmt_ref.exercises.runner import copy_workbook
+
+    with pytest.raises(ValueError, match="committed results"):
+        copy_workbook(os.path.join(COMMITTED_RESULTS, "wb"))
+    os.symlink(COMMITTED_RESULTS, tmp_path / "results")
+    with pytest.raises(ValueError, match="committed results"):
+        copy_workbook(tmp_path / "results" / "wb")
+    assert not os.path.exists(os.path.join(COMMITTED_RESULTS, "wb"))

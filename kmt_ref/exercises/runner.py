@@ -15,6 +15,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._validation import check_not_committed
 from ._feedback import CheckFailedError
 
 __all__ = ["Exercise", "CheckResult", "find_workbook", "packaged_workbook", "copy_workbook", "load_function",
@@ -99,7 +100,7 @@ def copy_workbook(target):
     ValueError
         If ``target`` exists and is not an empty directory (nothing is overwritten).
     """
-    target = Path(target).expanduser()
+    target = Path(check_not_committed(Path(target).expanduser(), "dir"))
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ValueError(f"dir={str(target)!r} exists and is not empty: choose a new directory")
     source = packaged_workbook()

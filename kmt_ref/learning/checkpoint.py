@@ -11,6 +11,7 @@ that names it (checkpoints written before the checksum existed load without
 one).
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -18,21 +19,89 @@ import zipfile
 
 import numpy as np
 
-__all__ = ["save_checkpoint", "load_checkpoint", "check_checkpoint_dir", "stale_partial_save"]
+from .._validation import check_not_committed
+
+__all__ = ["save_checkpoint", "load_checkpoint", "check_checkpoint_dir", "check_writable", "checkpoint_lock",
+           "stale_partial_save"]
 
 ARRAYS = ("theta", "adam_m", "adam_v", "train_loss", "val_step", "val_ratio", "val_objective", "val_lr")
 
 
 def save_checkpoint(path, arrays, meta):
-    """Write ``arrays`` (names in :data:`ARRAYS`) and the JSON-able ``meta`` dict to ``path``."""
+    """Write ``arrays`` (names in :data:`ARRAYS`) and the JSON-able ``meta`` dict to ``path``.
+
+    The temporary file beside ``path`` is created exclusively and never
+    through a symbolic link; a failed write (a full disk) removes it, so the
+    previous checkpoint stays the one a run resumes. Nothing is written inside
+    the committed results, links followed.
+    """
     missing = [a for a in ARRAYS if a not in arrays]
     if missing:
         raise ValueError(f"checkpoint arrays missing {missing}")
+    path = check_not_committed(path, "checkpoint")
     tmp = f"{path}.tmp.npz"
     meta_text = json.dumps(meta)
     data = {a: np.asarray(arrays[a]) for a in ARRAYS}
-    np.savez(tmp, meta=np.array(meta_text), checksum=np.array(_checksum(meta_text, data)), **data)
-    os.replace(tmp, path)
+    handle = _create_exclusively(tmp)
+    try:
+        with os.fdopen(handle, "wb") as f:
+            np.savez(f, meta=np.array(meta_text), checksum=np.array(_checksum(meta_text, data)), **data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _create_exclusively(tmp):
+    """A new file at ``tmp``, opened for writing; a stale regular file there is replaced, a link refused."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        return os.open(tmp, flags, 0o644)
+    except FileExistsError:
+        if os.path.islink(tmp) or not os.path.isfile(tmp):
+            raise ValueError(f"{tmp!r} exists and is not a regular file (a link?); a checkpoint is never written "
+                             "through it: remove it") from None
+        os.unlink(tmp)  # the leftover of an interrupted save (see stale_partial_save)
+        return os.open(tmp, flags, 0o644)
+
+
+@contextlib.contextmanager
+def checkpoint_lock(path):
+    """Hold ``path.lock`` while a run writes ``path``: a second run on the same path is refused.
+
+    The lock is an ``flock`` on that file, released when the run ends, however
+    it ends (a killed process holds no lock). Where ``fcntl`` does not exist
+    (Windows) nothing is locked.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on POSIX
+        yield
+        return
+    lock = f"{path}.lock"
+    with open(lock, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"checkpoint={path!r} is in use by another run (it holds {lock!r}); wait for it, "
+                             "or choose another --results-dir") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def check_writable(path):
+    """Refuse, before any work, a checkpoint whose folder cannot be written to."""
+    folder = os.path.dirname(os.path.abspath(path))
+    probe = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.probe")
+    try:
+        os.close(_create_exclusively(probe))
+        os.unlink(probe)
+    except OSError as err:
+        raise ValueError(f"checkpoint={path!r}: its folder {folder!r} cannot be written to ({err.strerror}); "
+                         "choose another --results-dir") from None
 
 
 def _checksum(meta_text, arrays):
@@ -52,8 +121,11 @@ def check_checkpoint_dir(path):
 
 
 def stale_partial_save(path):
-    """The leftover of a save that was interrupted (``path.tmp.npz``), or ``None``."""
+    """The leftover of a save that was interrupted (``path.tmp.npz``), or ``None``; a link there is refused."""
     tmp = f"{path}.tmp.npz"
+    if os.path.islink(tmp) or (os.path.lexists(tmp) and not os.path.isfile(tmp)):
+        raise ValueError(f"{tmp!r} exists and is not a regular file (a link?); a checkpoint is never written "
+                         "through it: remove it")
     return tmp if os.path.exists(tmp) else None
 
 

@@ -26,11 +26,27 @@ import autograd.numpy as anp
 import numpy as np
 
 from .. import kernels
-from .._validation import check_bool, check_choice, check_fraction, check_instance, check_int, check_k, check_positive
+from .._validation import (
+    check_bool,
+    check_choice,
+    check_fraction,
+    check_instance,
+    check_int,
+    check_k,
+    check_not_committed,
+    check_positive,
+)
 from ..classical import lloyd
 from ..geometry import kmeans_objective
 from ..tasks import check_family, sample_tasks
-from .checkpoint import check_checkpoint_dir, load_checkpoint, save_checkpoint, stale_partial_save
+from .checkpoint import (
+    check_checkpoint_dir,
+    check_writable,
+    checkpoint_lock,
+    load_checkpoint,
+    save_checkpoint,
+    stale_partial_save,
+)
 from .loss import smoothed_objective
 from .model import ModelConfig, forward, init_params
 from .optim import AdamState, PlateauState, adam_step, plateau_step
@@ -287,13 +303,23 @@ def train(config, checkpoint=None, resume=False, checkpoint_every=None, stop_at=
     """
     check_instance(config, "config", TrainConfig)
     every = config.eval_every if checkpoint_every is None else check_int(checkpoint_every, "checkpoint_every", low=1)
+    if checkpoint is None:
+        return _train(config, None, resume, every, stop_at, progress, on_step)
+    checkpoint = check_not_committed(checkpoint, "checkpoint")
+    check_checkpoint_dir(checkpoint)
+    check_writable(checkpoint)
+    with checkpoint_lock(checkpoint):
+        return _train(config, checkpoint, resume, every, stop_at, progress, on_step)
+
+
+def _train(config, checkpoint, resume, every, stop_at, progress, on_step):
+    """:func:`train` with its arguments checked and, with a checkpoint, its lock held."""
     if checkpoint is not None:
-        check_checkpoint_dir(checkpoint)
         partial = stale_partial_save(checkpoint)
         if partial is not None:
             warnings.warn(f"{partial} is left over from a save that was interrupted; it is ignored "
                           f"({'the checkpoint itself is intact' if os.path.exists(checkpoint) else 'no checkpoint'}"
-                          ") and will be overwritten", stacklevel=2)
+                          ") and will be overwritten", stacklevel=3)
     if resume:
         if checkpoint is None:
             raise ValueError("resume=True needs checkpoint=path")

@@ -10,10 +10,12 @@ first.
 
 import os
 
+from .._validation import COMMITTED_RESULTS, check_not_committed
+
 __all__ = ["COMMITTED_DIR", "output_dir", "check_output_dir"]
 
 #: The committed results, shipped inside the package.
-COMMITTED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+COMMITTED_DIR = COMMITTED_RESULTS
 
 
 def output_dir():
@@ -22,14 +24,10 @@ def output_dir():
 
 
 def check_output_dir(path, name="results_dir"):
-    """``path`` as an absolute path, refused if it lies inside the committed results."""
-    path = os.path.abspath(os.fspath(path))
-    committed = os.path.realpath(COMMITTED_DIR)
-    real = os.path.realpath(path)
-    if real == committed or real.startswith(committed + os.sep):
-        raise ValueError(
-            f"{name} must not be inside the committed results ({committed}): they are read-only inputs; "
-            f"got {name}={path!r}. Write to another directory (default ./kmt_ref_results) and copy "
-            "finished results in deliberately."
-        )
-    return path
+    """``path`` as an absolute path, refused if it lies inside the committed results (links followed).
+
+    Every file a command writes is checked again where it is written
+    (:func:`kmt_ref._validation.check_not_committed`): a folder below ``path``
+    may be a link into the committed results.
+    """
+    return check_not_committed(path, name)

@@ -158,7 +158,7 @@ def trained(scale, tokens, seed, results_dir=None, train_missing=True, progress=
         if result.finished or not train_missing:
             return result
         if found == committed:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.makedirs(os.path.dirname(check_output_dir(path)), exist_ok=True)
             shutil.copyfile(committed, path)
         _announce(progress, f"resuming {tokens} seed {seed} at step {result.step} of {config.n_steps}", path)
         return train(config, path, resume=True, progress=progress)
@@ -690,7 +690,7 @@ def run_experiment(name, scale="quick", results_dir=None, train_missing=True, pr
         experiment=name, scale=scale, command=reproduce_command(name, scale, train_missing, seeds),
         git_revision=revision, wall_time=time.perf_counter() - t0, **out,
     )
-    path = os.path.join(results_dir, scale, f"{name}.json")
+    path = check_output_dir(os.path.join(results_dir, scale, f"{name}.json"))  # a folder below may be a link
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         json.dump(out, f, indent=1)

@@ -250,6 +250,7 @@ def reproduce(argv=()):
         print(f"paper sweep: {len(_cells(PAPER_GRID, np.random.default_rng(0)))} cells (about an hour on one "
               f"core) -> {out}", file=sys.stderr)
         result = run_paper_sweep(progress=True)
+        out = check_output_dir(out, "--out")  # checked again: a folder may have become a link meanwhile
         os.makedirs(os.path.dirname(out), exist_ok=True)
         with open(out, "w") as f:
             json.dump(result, f)
