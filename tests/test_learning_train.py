@@ -238,3 +238,59 @@ def test_no_checkpoint_is_written_through_a_link_into_the_committed_results(tmp_
     with pytest.raises(ValueError, match="committed results"):
         train(CONFIG, checkpoint=str(tmp_path / "learning" / "new-run.npz"), progress=False)
     assert not os.path.exists(os.path.join(COMMITTED_RESULTS, "learning", "new-run.npz"))
+
+
+def _rewrite(path, out, change):
+    """A copy of checkpoint ``path`` at ``out`` with its members changed by ``change(dict)``."""
+    with np.load(path) as f:
+        members = {name: f[name] for name in f.files}
+    change(members)
+    np.savez(out, **members)
+
+
+def test_a_checkpoint_whose_checksum_was_deleted_does_not_load(tmp_path):
+    path = str(tmp_path / "run.npz")
+    train(CONFIG, checkpoint=path, progress=False, stop_at=10)
+
+    def edit_and_drop_checksum(m):
+        m["theta"] = m["theta"] + 1.0
+        del m["checksum"]
+
+    _rewrite(path, tmp_path / "edited.npz", edit_and_drop_checksum)
+    with pytest.raises(ValueError, match="has no checksum"):
+        load_checkpoint(str(tmp_path / "edited.npz"))
+
+
+@pytest.mark.parametrize("meta, match", [
+    ("[1, 2]", "not an object"),
+    ('{"format": "kmt_ref.learning.checkpoint/1", "config": [1]}', "'config' must be a JSON dict"),
+])
+def test_checkpoint_metadata_that_is_not_the_expected_object_is_refused(tmp_path, meta, match):
+    path = str(tmp_path / "run.npz")
+    train(CONFIG, checkpoint=path, progress=False, stop_at=10)
+    _rewrite(path, tmp_path / "bad.npz", lambda m: m.update(meta=np.array(meta)))
+    with pytest.raises(ValueError, match=match):
+        load_checkpoint(str(tmp_path / "bad.npz"))
+
+
+def test_a_huge_array_header_is_refused_before_anything_is_allocated(tmp_path):
+    import zipfile
+
+    path = tmp_path / "bomb.npz"
+    header = np.lib.format.header_data_from_array_1_0(np.zeros(1))
+    header["shape"] = (10**12,)
+    with zipfile.ZipFile(path, "w") as z, z.open("theta.npy", "w") as member:
+        np.lib.format.write_array_header_1_0(member, header)
+        member.write(b"\0" * 64)
+    with pytest.raises(ValueError, match="claims an array .* cannot hold"):
+        load_checkpoint(str(path))
+
+
+def test_a_member_that_unpacks_to_more_than_a_checkpoint_holds_is_refused(tmp_path, monkeypatch):
+    from kmt_ref.learning import checkpoint as ckpt
+
+    path = str(tmp_path / "run.npz")
+    train(CONFIG, checkpoint=path, progress=False, stop_at=10)
+    monkeypatch.setattr(ckpt, "MAX_MEMBER_BYTES", 100)
+    with pytest.raises(ValueError, match="unpacks to"):
+        load_checkpoint(path)

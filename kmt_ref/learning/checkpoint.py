@@ -7,8 +7,10 @@ and the configuration (as JSON). It is first written to a temporary file and
 then renamed, so a run killed while saving leaves the previous checkpoint
 intact. A SHA-256 checksum of the metadata and the arrays is stored with them:
 a truncated, corrupted or hand-edited file is refused with a ``ValueError``
-that names it (checkpoints written before the checksum existed load without
-one).
+that names it. Only the checkpoints committed before checksums existed load
+without one, recognized by their content (:data:`LEGACY_CHECKSUMS`): deleting
+the checksum of an edited file does not make it load. Headers are read before
+any array is, so a file that claims a huge array is refused unread.
 """
 
 import contextlib
@@ -25,6 +27,11 @@ __all__ = ["save_checkpoint", "load_checkpoint", "check_checkpoint_dir", "check_
            "stale_partial_save"]
 
 ARRAYS = ("theta", "adam_m", "adam_v", "train_loss", "val_step", "val_ratio", "val_objective", "val_lr")
+
+#: SHA-256 (as :func:`_checksum` computes it) of the checkpoints committed before checksums were
+#: written: the only checkpoints that may load without a stored checksum.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "legacy_checksums.json")) as _f:
+    LEGACY_CHECKSUMS = frozenset(json.load(_f))
 
 
 def save_checkpoint(path, arrays, meta):
@@ -142,6 +149,7 @@ def load_checkpoint(path):
     if not os.path.exists(path):
         raise FileNotFoundError(f"no checkpoint at path={path!r}")
     advice = "move it away to start over, or restore it from version control"
+    _check_archive(path, advice)
     try:
         with np.load(path, allow_pickle=False) as f:
             missing = [a for a in ARRAYS + ("meta",) if a not in f.files]
@@ -156,6 +164,55 @@ def load_checkpoint(path):
             raise
         raise ValueError(f"path={path!r} is not a readable training checkpoint (truncated, empty or another "
                          f"kind of file: {type(err).__name__}: {err}); {advice}") from None
-    if stored is not None and stored != _checksum(meta_text, arrays):
+    _check_meta(path, meta, advice)
+    digest = _checksum(meta_text, arrays)
+    if stored is None and digest not in LEGACY_CHECKSUMS:
+        raise ValueError(f"path={path!r} has no checksum: only the checkpoints committed before checksums existed "
+                         f"may lack one, and this is not one of them (its content differs); {advice}")
+    if stored is not None and stored != digest:
         raise ValueError(f"path={path!r} fails its checksum: the file was changed after it was written; {advice}")
     return arrays, meta
+
+
+#: Largest array a checkpoint member may hold (1 GiB): a header that claims more is refused unread.
+MAX_MEMBER_BYTES = 2**30
+
+#: Metadata every checkpoint has, with its JSON type.
+META_TYPES = {"format": str, "config": dict, "step": int, "adam_t": int, "lr": float, "plateau_best": float,
+              "plateau_bad": int, "rng_state": dict, "wall_time": float}
+
+
+def _check_archive(path, advice):
+    """Read each member's header, not its data: refuse object arrays and sizes no checkpoint has."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if info.file_size > MAX_MEMBER_BYTES:
+                    raise ValueError(f"path={path!r}: member {info.filename!r} unpacks to {info.file_size} bytes, "
+                                     f"more than a checkpoint holds ({MAX_MEMBER_BYTES}); {advice}")
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read_header(member)
+                if dtype.hasobject or int(np.prod(shape, dtype=np.int64)) * dtype.itemsize > info.file_size:
+                    raise ValueError(f"path={path!r}: member {info.filename!r} claims an array {shape} of {dtype} "
+                                     f"that its {info.file_size} bytes cannot hold; {advice}")
+    except (OSError, EOFError, zipfile.BadZipFile, ValueError) as err:
+        if isinstance(err, ValueError) and str(err).startswith(f"path={path!r}"):
+            raise
+        raise ValueError(f"path={path!r} is not a readable training checkpoint (truncated, empty or another "
+                         f"kind of file: {type(err).__name__}: {err}); {advice}") from None
+
+
+def _check_meta(path, meta, advice):
+    """The metadata is a JSON object with the fields of :data:`META_TYPES`, each of its type."""
+    if not isinstance(meta, dict):
+        raise ValueError(f"path={path!r}: its metadata is a JSON {type(meta).__name__}, not an object; {advice}")
+    for key, kind in META_TYPES.items():
+        value = meta.get(key)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else (
+            isinstance(value, kind) and not (kind is int and isinstance(value, bool)))
+        if not ok:
+            raise ValueError(f"path={path!r}: metadata field {key!r} must be a JSON {kind.__name__}; "
+                             f"got {value!r:.80}; {advice}")
