@@ -25,7 +25,8 @@ the DOM. Checks, each failing with a message that says what and where:
    (the browser's Resource Timing entries, failed requests included); an
    element of the content column wider than the column, or a scrolling box
    (code output, table, display math) whose content is wider than the box, so
-   that part of it hides behind a horizontal scrollbar. Screenshots of every
+   that part of it hides behind a horizontal scrollbar, or a word or number
+   of a table cell broken across two lines. Screenshots of every
    page are saved to the artifacts folder.
 4. PDF (with ``--pdf``): every chapter, in table-of-contents order, printed by
    Chromium and joined by poppler's ``pdfunite``; each chapter must give at
@@ -240,6 +241,8 @@ def browser_check(binary, base_url, html_dir, artifacts, page, needs_math):
         found = json.loads(html.unescape(probe.group(1)))
         problems += [f"{page}: wider than the content column at {WIDTH} px: {w}" for w in found["wide"]]
         problems += [f"{page}: hidden behind a horizontal scrollbar at {WIDTH} px: {h}" for h in found["hidden"]]
+        problems += [f"{page}: a word or number of a table cell broken across lines at {WIDTH} px: {b}"
+                     for b in found["broken"]]
         problems += [f"{page}: request leaves 127.0.0.1: {r}" for r in found["requests"]
                      if urlsplit(r).scheme in ("http", "https", "ws", "wss") and urlsplit(r).hostname != "127.0.0.1"]
     if needs_math and parsed.math_containers == 0:

@@ -31,11 +31,29 @@ var SLACK = 2;  // pixels of overflow that are rounding, not hidden content
         if (!seen.has(el.parentElement)) wide.push(describe(el) + " [right edge " + Math.round(box.right) + " > " + Math.round(right) + " px]");
       }
     });
+    // A word or number of a table cell broken across lines: its characters sit on more than one line.
+    var broken = [];
+    column.querySelectorAll("td, th").forEach(function (cell) {
+      var walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT), node;
+      while ((node = walker.nextNode())) {
+        var re = /\S+/g, m;
+        while ((m = re.exec(node.data))) {
+          var range = document.createRange();
+          range.setStart(node, m.index);
+          range.setEnd(node, m.index + m[0].length);
+          var tops = new Set();
+          Array.prototype.forEach.call(range.getClientRects(), function (r) {
+            if (r.width > 0) tops.add(Math.round(r.top));
+          });
+          if (tops.size > 1) broken.push(describe(cell) + " [" + m[0] + "]");
+        }
+      }
+    });
     var requests = performance.getEntriesByType("resource").map(function (e) { return e.name; });
     var out = document.createElement("pre");
     out.id = "kmt-probe";
     out.style.display = "none";
-    out.textContent = JSON.stringify({wide: wide, hidden: hidden, requests: requests});
+    out.textContent = JSON.stringify({wide: wide, hidden: hidden, broken: broken, requests: requests});
     document.body.appendChild(out);
   }
   window.addEventListener("load", function () {

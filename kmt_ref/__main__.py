@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+from . import __version__
 from .programs._cli import integer_at_least, keep_freed_memory
 from .programs.cli import EXPERIMENT_HELP
 
@@ -31,6 +32,7 @@ EXPERIMENTS = {
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kmt_ref", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"kmt_ref {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("verify", help="check every construction against its classical algorithm")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")

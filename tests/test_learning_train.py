@@ -294,3 +294,16 @@ def test_a_member_that_unpacks_to_more_than_a_checkpoint_holds_is_refused(tmp_pa
     monkeypatch.setattr(ckpt, "MAX_MEMBER_BYTES", 100)
     with pytest.raises(ValueError, match="unpacks to"):
         load_checkpoint(path)
+
+
+def test_the_eta_follows_the_recent_steps(monkeypatch):
+    import io
+
+    from kmt_ref.learning import progress
+
+    clock = iter([0.0, 100.0, 101.0, 102.0, 103.0])  # 100 s for the first 100 steps, then 1 s per 100
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    bar = progress.Progress(1000, stream=io.StringIO(), window=200)
+    for step in (100, 200, 300, 400):
+        text = bar.line(step, 1.0, 1.0, 0.01)
+    assert "0.010 s/step" in text and "ETA 0m06s" in text  # 600 steps left at the recent pace

@@ -69,7 +69,7 @@ def find_workbook(directory):
     if not path.is_dir():
         raise ValueError(
             f"workbook directory not found: dir={str(path)!r} (resolved: {path.resolve()}). "
-            "Run from the repository root, or pass --dir path/to/exercises"
+            "Run from the repository root or from a workbook made by init, or pass --dir path/to/exercises"
         )
     if not any(path.glob("[0-9][0-9]_*.py")):
         raise ValueError(

@@ -1,5 +1,6 @@
 """A one-line progress bar on stderr: step, loss, validation ratio, ETA."""
 
+import collections
 import sys
 import time
 
@@ -24,19 +25,28 @@ class Progress:
         Final step.
     start : int
         Step the run (re)starts from; the ETA uses only steps timed here.
+    window : int
+        The ETA and the seconds per step are those of the last ``window`` steps
+        (the machine's load, and a step's cost, change during a run).
     stream : file, optional
         Defaults to ``sys.stderr``.
     """
 
-    def __init__(self, total, start=0, stream=None, width=24):
+    def __init__(self, total, start=0, stream=None, width=24, window=200):
         self.total, self.start, self.width = total, start, width
         self.stream = sys.stderr if stream is None else stream
         self.tty = getattr(self.stream, "isatty", lambda: False)()
-        self.t0 = time.perf_counter()
+        self.window = window
+        self.times = collections.deque([(start, time.perf_counter())])
 
     def line(self, step, loss, val_ratio, lr):
-        done = step - self.start
-        rate = (time.perf_counter() - self.t0) / done if done > 0 else float("nan")
+        if step > self.times[-1][0]:
+            self.times.append((step, time.perf_counter()))
+        while len(self.times) > 2 and self.times[1][0] <= step - self.window:
+            self.times.popleft()
+        (first, t_first), (last, t_last) = self.times[0], self.times[-1]
+        done = last - first
+        rate = (t_last - t_first) / done if done > 0 else float("nan")
         eta = _clock(rate * (self.total - step)) if done > 0 else "?"
         filled = int(self.width * step / max(1, self.total))
         bar = "#" * filled + "." * (self.width - filled)

@@ -54,19 +54,25 @@ def _seed_list(text):
     return [integer_at_least(0)(t) for t in text.split(",")]
 
 
-def _scale_options(parser, results_help):
+#: ``--quick``, ``--paper``, ...: what each scale is, for ``reproduce`` and for ``train``.
+SCALE_HELP = {
+    "quick": ("one seed, a few hundred steps (the default; minutes)",) * 2,
+    "paper": ("the authors' protocol: 10,000 steps, seeds 0-9 (about an hour per model on one core; models "
+              "missing from the committed results are TRAINED unless --no-train)",
+              "the authors' protocol: n = 512, batches of 32, 10,000 steps (about an hour on one core)"),
+    "figures": ("128 points, batches of 8, 2,000 steps, seeds 0 and 1 (52 models, about half an hour on one core)",
+                "the training-curves protocol: 128 points, batches of 8, 2,000 steps"),
+    "beyond": ("128 points, batches of 8, 10,000 steps, seeds 0-2 (about two hours on one core)",
+               "the beyond-the-paper protocol: 128 points, batches of 8, 10,000 steps"),
+}
+
+
+def _scale_options(parser, results_help, scales, for_train=False):
+    """The scale options ``scales`` (a mutually exclusive group) and the output and thread options."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--quick", dest="scale", action="store_const", const="quick",
-                       help="one seed, a few hundred steps (the default; minutes)")
-    group.add_argument("--paper", dest="scale", action="store_const", const="paper",
-                       help="the authors' protocol: 10,000 steps, seeds 0-9 (about an hour per model on one "
-                       "core; models missing from the committed results are TRAINED unless --no-train)")
-    group.add_argument("--figures", dest="scale", action="store_const", const="figures",
-                       help="training-curves only: 128 points, batches of 8, 2,000 steps, seeds 0 and 1 "
-                       "(its default; 52 models, about half an hour on one core)")
-    group.add_argument("--beyond", dest="scale", action="store_const", const="beyond",
-                       help="any-k, multi-step and real-data only: 128 points, batches of 8, 10,000 steps, seeds 0-2 "
-                       "(their default; 24 models, under two hours on one core)")
+    for scale in scales:
+        group.add_argument(f"--{scale}", dest="scale", action="store_const", const=scale,
+                           help=SCALE_HELP[scale][for_train])
     parser.add_argument("--results-dir", default=None, help=results_help)
     parser.add_argument("--threads", type=integer_at_least(1), default=1,
                         help="threads over a batch's tasks (default 1; the numbers do not depend on it)")
@@ -90,7 +96,8 @@ def _fmt(value):
 def report_text(name, result):
     """A report as plain text: what was run, at which scale, and the numbers."""
     lines = [f"{name}: {EXPERIMENT_HELP[name]}",
-             f"scale {result['scale']!r}, seeds {result.get('seeds')}, "
+             f"scale {result['scale']!r}" + (f", seeds {result['seeds']}" if result.get("seeds") is not None else "")
+             + ", "
              f"{'PARTIAL (some models unfinished)' if result.get('partial') else 'all models finished'}"]
     if name == "learning":
         lines.append("mean log k-means objective after 20 steps on held-out tasks (lower is better);")
@@ -177,8 +184,10 @@ def reproduce(name, argv=()):
     """Run (or report) the learning experiment ``name``; returns an exit code."""
     parser = argparse.ArgumentParser(prog=f"python -m kmt_ref reproduce {name}",
                                      description=EXPERIMENT_HELP[name])
+    special = DEFAULT_SCALE.get(name)
     _scale_options(parser, "where results are written (default ./kmt_ref_results/learning); with --report, "
-                   "where they are read from (default: the committed results)")
+                   "where they are read from (default: the committed results)",
+                   [special] if special else ["quick", "paper"])
     parser.add_argument("--report", action="store_true", help="print the committed numbers, run nothing")
     parser.add_argument("--json", action="store_true", help="print JSON (for programs) instead of a table")
     parser.add_argument("--no-train", action="store_true",
@@ -188,12 +197,6 @@ def reproduce(name, argv=()):
     args = parser.parse_args(list(argv))
     kernels.set_threads(args.threads)
     scale = args.scale or DEFAULT_SCALE.get(name, "quick")
-    for special in ("figures", "beyond"):
-        owners = sorted(e for e, sc in DEFAULT_SCALE.items() if sc == special)
-        if scale == special and name not in owners:
-            parser.error(f"--{special} is the scale of {', '.join(owners)} only")
-        if name in owners and scale != special:
-            parser.error(f"{name} runs at the --{special} scale only")
     if args.report:
         results_dir = args.results_dir or experiments.RESULTS_DIR
         if args.scale is None and os.path.exists(os.path.join(results_dir, "paper", f"{name}.json")):
@@ -227,7 +230,7 @@ def train_command(argv=()):
         description="Train or resume one learned layer, checkpointing every validation. Ctrl-C or "
         "SIGTERM saves a checkpoint; the same command resumes it.")
     _scale_options(parser, "where checkpoints are written (default ./kmt_ref_results/learning); a committed "
-                   "checkpoint that needs more steps is copied there first")
+                   "checkpoint that needs more steps is copied there first", list(SCALE_HELP), for_train=True)
     parser.add_argument("--tokens", choices=("d+k", "d"), default="d+k",
                         help="token layout: [x | y] (d+k, the default) or [x] only (d)")
     parser.add_argument("--tied", action="store_true",
