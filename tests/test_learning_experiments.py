@@ -1,6 +1,7 @@
 import functools
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -151,11 +152,18 @@ def test_real_data_checks_the_constructions_and_runs_every_learned_layer(monkeyp
 
 
 def test_the_beyond_and_figures_scales_belong_to_their_experiments(capsys):
+    # each experiment offers, in its help, only the scales it accepts
+    for argv, offered in ((["reproduce", "learning"], ("--quick", "--paper")), (["reproduce", "any-k"], ("--beyond",)),
+                          (["reproduce", "training-curves"], ("--figures",))):
+        with pytest.raises(SystemExit):
+            main(argv + ["--help"])
+        shown = set(re.findall(r"--(quick|paper|figures|beyond)\b", capsys.readouterr().out))
+        assert shown == {o[2:] for o in offered}
     for argv in (["reproduce", "learning", "--beyond"], ["reproduce", "any-k", "--paper"],
                  ["reproduce", "learning", "--figures"]):
         with pytest.raises(SystemExit):
             main(argv)
-    assert "--beyond is the scale of any-k, multi-step, real-data only" in capsys.readouterr().err
+        assert "unrecognized arguments" in capsys.readouterr().err
 
 
 def test_unknown_experiment_or_scale_raises(tiny):
