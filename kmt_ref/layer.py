@@ -47,6 +47,9 @@ from .trajectory import Trajectory, iterate
 
 __all__ = ["BLOCK_NAMES", "transformer_layer", "KMeansTransformer"]
 
+#: Largest assignment record a run keeps (bytes); see ``KMeansTransformer.run(keep_assignments=...)``.
+MAX_KEPT_BYTES = 2**31
+
 #: The four blocks, in the order a layer applies them.
 BLOCK_NAMES = ("CAX", "SAX", "CAC", "SAC")
 
@@ -234,7 +237,9 @@ class KMeansTransformer:
             (:func:`kmt_ref.min_gamma` says how large it must be).
         keep_assignments : bool
             Keep every layer's assignment block (``False``: ``assignments`` is
-            ``None``, and the run holds one layer's tokens only).
+            ``None``, and the run holds one layer's tokens only). They take
+            ``8 n_layers B n k`` bytes; above :data:`MAX_KEPT_BYTES` (2 GiB) a run
+            that keeps them is refused with a ``ValueError`` that says so.
         diverged : {"raise", "return"}
             What a run whose centers or assignments become non-finite does:
             raise a ``ValueError`` naming the first such layer, or return the
@@ -272,6 +277,11 @@ class KMeansTransformer:
         reembed = check_bool(reembed, "reembed")
         warn = check_bool(warn, "warn")
         keep = check_bool(keep_assignments, "keep_assignments")
+        kept = 8 * n_layers * int(np.prod(X.shape[:-1], dtype=np.int64)) * self.k
+        if keep and "y" in self.layout.slices and kept > MAX_KEPT_BYTES:
+            raise ValueError(f"keeping every layer's assignments would take {kept / 2**30:.1f} GiB (8 n_layers B n k "
+                             f"bytes, more than {MAX_KEPT_BYTES / 2**30:g} GiB): pass keep_assignments=False, "
+                             "which keeps the labels")
         diverged = check_choice(diverged, "diverged", ("raise", "return"))
         if not self.translation_invariant:
             traj, last = self._run_tasks(X, C, n_layers, rng, reembed, keep, diverged)

@@ -137,7 +137,9 @@ def adjusted_rand_index(labels_true, labels_pred):
         raise ValueError(f"labels_true and labels_pred must be 1-D of the same length >= 2; "
                          f"got shapes {a.shape} and {b.shape}")
     ia, ib = np.unique(a, return_inverse=True)[1], np.unique(b, return_inverse=True)[1]
-    table = np.bincount(ia * (ib.max() + 1) + ib, minlength=(ia.max() + 1) * (ib.max() + 1))
+    # The non-zero cells of the contingency table only (at most n of them): a dense n_a x n_b table
+    # would take 1 GB for 8,000 singleton labels.
+    _, table = np.unique(ia.astype(np.int64) * (int(ib.max()) + 1) + ib, return_counts=True)
     sum_ij = _pairs(table)
     sum_a, sum_b = _pairs(np.bincount(ia)), _pairs(np.bincount(ib))
     expected = sum_a * sum_b / (a.size * (a.size - 1) / 2.0)

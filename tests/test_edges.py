@@ -213,3 +213,14 @@ def test_iterate_checks_what_the_step_returns(bad, match):
 
     with pytest.raises(ValueError, match=match):
         iterate(bad, np.array([[0.0], [1.0], [3.0]]), np.array([[0.0], [3.0]]), 1)
+
+
+def test_a_run_that_would_keep_gigabytes_of_assignments_is_refused_before_work(monkeypatch):
+    import kmt_ref.layer
+
+    monkeypatch.setattr(kmt_ref.layer, "MAX_KEPT_BYTES", 8 * 10 * 50 * 3 - 1)
+    X, init = np.random.default_rng(0).random((50, 2)), np.random.default_rng(1).random((3, 2))
+    with pytest.raises(ValueError, match="keep_assignments=False"):
+        lloyd_transformer(2, 3).run(X, init, 10)
+    traj = lloyd_transformer(2, 3).run(X, init, 10, keep_assignments=False)
+    assert traj.assignments is None and traj.labels.shape == (10, 50)

@@ -98,3 +98,16 @@ def test_separation_ratio_hand_case_and_spread():
         separation_ratio(X, np.zeros(4))
     with pytest.raises(ValueError, match="factor="):
         spread_classes(X, labels, 0.0)
+
+
+def test_adjusted_rand_index_of_many_singletons_builds_no_dense_table():
+    import tracemalloc
+
+    from kmt_ref.real_data import adjusted_rand_index
+
+    labels = np.arange(8000)
+    tracemalloc.start()
+    value = adjusted_rand_index(labels, labels[::-1].copy())
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert value == 1.0 and peak < 50e6  # a dense 8000 x 8000 table is 512 MB
