@@ -31,6 +31,7 @@ from . import kernels
 from ._validation import (
     check_batch,
     check_bool,
+    check_callable,
     check_centers,
     check_choice,
     check_data,
@@ -139,7 +140,11 @@ class KMeansTransformer:
         distance from the origin. True for the hand-built constructions
         whose centers are means; False (default) for anything else
         (spherical k-means measures directions from the origin, a learned
-        layer has no such guarantee, k-medoids returns data points exactly).
+        layer has no such guarantee).
+    assumption : callable, optional
+        ``assumption(X, C) -> str or None``: what the model's exactness claim
+        assumes of the data and of a layer's input centers, as a message when
+        it does not hold. ``run(warn=True)`` checks it at every layer.
 
     Attributes
     ----------
@@ -148,7 +153,7 @@ class KMeansTransformer:
     """
 
     def __init__(self, layout, blocks, ffn=None, name="k-means transformer", norm=None,
-                 translation_invariant=False):
+                 translation_invariant=False, assumption=None):
         check_instance(layout, "layout", TokenLayout)
         missing = [b for b in BLOCK_NAMES if b not in blocks]
         if missing:
@@ -168,6 +173,7 @@ class KMeansTransformer:
         self.name = name
         self.norm = norm
         self.translation_invariant = check_bool(translation_invariant, "translation_invariant")
+        self.assumption = None if assumption is None else check_callable(assumption, "assumption")
 
     @property
     def d(self):
@@ -283,6 +289,7 @@ class KMeansTransformer:
                              f"bytes, more than {MAX_KEPT_BYTES / 2**30:g} GiB): pass keep_assignments=False, "
                              "which keeps the labels")
         diverged = check_choice(diverged, "diverged", ("raise", "return"))
+        shift = 0.0
         if not self.translation_invariant:
             traj, last = self._run_tasks(X, C, n_layers, rng, reembed, keep, diverged)
         else:
@@ -301,6 +308,9 @@ class KMeansTransformer:
             centers = moved.centers + origin
             centers[0] = C
             traj = Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
+            shift = origin
+        if warn and self.assumption is not None:
+            self._check_assumption(X, traj.centers[:-1] - shift)
         split = None
         if warn and last is not None:
             split = Trajectory(traj.centers[-2:], traj.labels[-1:], last[None]).split_fraction()
@@ -311,6 +321,19 @@ class KMeansTransformer:
                 stacklevel=2,
             )
         return traj
+
+    def _check_assumption(self, X, centers):
+        """Warn at the first layer whose input centers (``centers[t]``, in ``X``'s coordinates) break
+        :attr:`assumption`."""
+        tasks = [((), X, centers)] if X.ndim == 2 else [((b,), X[b], centers[:, b]) for b in range(X.shape[0])]
+        for t in range(centers.shape[0]):
+            for task, Xb, Cb in tasks:
+                message = self.assumption(Xb, Cb[t])
+                if message is not None:
+                    where = f" in task {task[0]}" if task else ""
+                    warnings.warn(f"{self.name}: before layer {t + 1}{where}, {message}; the transformer need not "
+                                  "equal its classical algorithm from there on", stacklevel=3)
+                    return
 
     def _embed(self, X, C):
         """Token matrices, normalized by ``norm`` when the model has one."""

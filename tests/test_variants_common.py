@@ -1,5 +1,7 @@
 """The check every registered variant must pass: its transformer equals its classical twin."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -151,3 +153,25 @@ def test_every_step_equals_the_twin_with_far_and_emptied_clusters(name, problem,
         np.testing.assert_allclose(one.centers, twin.centers, rtol=0, atol=tol, err_msg=f"step {t}")
         if clear[t]:
             np.testing.assert_array_equal(one.labels, twin.labels, err_msg=f"step {t}")
+
+
+def _assumption_models():
+    from kmt_ref.variants.robust import robust_kmeans_transformer
+    from kmt_ref.variants.trimmed import trimmed_kmeans_transformer
+
+    return {"robust": robust_kmeans_transformer(1, 2), "entmax": entmax_kmeans_transformer(1, 2),
+            "trimmed": trimmed_kmeans_transformer(1, 2, threshold=1.0, separation=100.0)}
+
+
+@pytest.mark.parametrize("name", ["robust", "entmax", "trimmed"])
+def test_run_warns_when_a_variant_s_exactness_assumption_fails(name):
+    # the reliability review's reproducer: every member of cluster 0 is too far from its center
+    X = 30 * np.array([[0.0], [2.0], [2.1], [-1.0]])
+    init = 30 * np.array([[0.95], [-0.9]])
+    model = _assumption_models()[name]
+    with pytest.warns(UserWarning, match="before layer 1, cluster 0 has no member"):
+        model.run(X, init, 2, warn=True)
+    Xs, inits, _ = kmt_ref.gaussian_mixture(np.random.default_rng(0), n=100, d=1, k=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.run(Xs, inits, 3, warn=True)  # where the assumption holds, nothing is said

@@ -31,7 +31,27 @@ from ..trajectory import iterate
 __all__ = ["cac_variant", "candidate_update", "candidate_iterations", "sharpness_kmeans", "sharpness_variant"]
 
 
-def cac_variant(d, k, normalizer, separation, distance_weight, name, gamma=1.0, params=None):
+def members_within(distance_weight, bound, strict=False):
+    """The assumption of the CAC propositions: every non-empty cluster has a member ``i`` with
+    ``distance_weight * ||x_i - c_j||^2 <= bound`` (``< bound`` when ``strict``); for
+    :class:`~kmt_ref.layer.KMeansTransformer` ``(assumption=...)``."""
+
+    def assumption(X, C):
+        labels = nearest_center(X, C)
+        closest = np.full(C.shape[0], np.inf)
+        np.minimum.at(closest, labels, distance_weight * center_distances(X, C)[np.arange(len(X)), labels])
+        bad = np.flatnonzero(np.isfinite(closest) & ((closest >= bound) if strict else (closest > bound)))
+        if bad.size == 0:
+            return None
+        j = int(bad[0])
+        return (f"cluster {j} has no member with {distance_weight:g} ||x - c||^2 {'<' if strict else '<='} {bound:g} "
+                f"(its closest has {closest[j]:.3g}), which the exactness proposition assumes")
+
+    return assumption
+
+
+def cac_variant(d, k, normalizer, separation, distance_weight, name, gamma=1.0, params=None, member_bound=None,
+                strict=False):
     """The Theorem 2.1 transformer (validated configuration) with a new CAC block.
 
     Parameters
@@ -48,6 +68,9 @@ def cac_variant(d, k, normalizer, separation, distance_weight, name, gamma=1.0, 
         Inverse temperature of the CAC block.
     params : dict, optional
         Normalizer parameters (``threshold`` ...).
+    member_bound, strict : float, bool
+        The proposition's assumption (:func:`members_within`), checked by
+        ``run(warn=True)``; ``None``: none stated.
 
     Returns
     -------
@@ -63,7 +86,8 @@ def cac_variant(d, k, normalizer, separation, distance_weight, name, gamma=1.0, 
     blocks["CAC"] = Block(Wq, Wk, Wv5, score="euclidean", normalizer=normalizer, gamma=gamma,
                           params=dict(params or {}))
     # Scores are distances and ids; the centers are (weighted) means of members.
-    return KMeansTransformer(layout, blocks, name=name, translation_invariant=True)
+    assumption = None if member_bound is None else members_within(distance_weight, member_bound, strict)
+    return KMeansTransformer(layout, blocks, name=name, translation_invariant=True, assumption=assumption)
 
 
 def candidate_update(X, C, weights_of):
@@ -131,4 +155,5 @@ def sharpness_variant(d, k, a, normalizer, separation, name):
     """The transformer side: CAC with ``normalizer``, id weight ``separation``, distance weight ``a / sqrt(d)``."""
     d, k = check_dims(d, k)
     a = check_positive(a, "a")
-    return cac_variant(d, k, normalizer, separation, a / np.sqrt(d), name=name(a))
+    # Both propositions (sparsemax, entmax-1.5) assume a member with eps ||x - c||^2 <= 1.
+    return cac_variant(d, k, normalizer, separation, a / np.sqrt(d), name=name(a), member_bound=1.0)

@@ -259,7 +259,8 @@ def trimmed_kmeans_transformer(d, k, threshold, separation=1e4):
     t = check_positive(threshold, "threshold")
     separation = check_positive(separation, "separation")
     return cac_variant(d, k, "normmax_inf", separation, 1.0,
-                       name=f"trimmed k-means (normmax, threshold={t:g})", params={"threshold": t})
+                       name=f"trimmed k-means (normmax, threshold={t:g})", params={"threshold": t},
+                       member_bound=2 * separation - t, strict=True)
 
 
 register_variant(Variant(
