@@ -2,22 +2,25 @@
 
 One layer is one Lloyd iteration::
 
-    P <- P + A(P, P; SAX) + A(P, Q; CAX)    points reset; points read centers
-    Q <- Q + A(Q, Q; SAC) + A(Q, P; CAC)    centers reset; centers read the NEW points
+    P <- P + A(P, Q; CAX) + A(P, P; SAX)    points read centers; points reset
+    Q <- Q + A(Q, P; CAC) + A(Q, Q; SAC)    centers read the NEW points; centers reset
     Q <- Q + FFN(Q)                         optional (Theorem 2.2)
     P, Q <- norm(P), norm(Q)                optional (spherical k-means)
 
 The Theorem 2.1 model has no normalization (``norm=None``, the default), and
 the weights are shared by all layers.
 
-The sums are taken left to right: the reset first, then the cross-attention's
-write (the paper's order: "residual connections reset the current assignments
-or centers before the cross-attention writes the new ones"). The order is exact
-where it matters: an identity reset gives ``y + (-y) = 0`` exactly, and the new
-assignment is then written into a zero, unrounded. Adding the write first would
-round a small new weight ``r`` against the old one (``(y + r) - y``): a
-responsibility of ``1e-30`` next to an old ``0.9`` would be lost, and a soft
-k-means cluster that holds only such weights would move somewhere else.
+The sums are taken left to right, with one exception: an identity reset (the
+validated constructions' SAX and SAC) is added before the cross-attention's
+write, as the paper describes the residual connections ("reset the current
+assignments or centers before the cross-attention writes the new ones"). Then
+``y + (-y) = 0`` exactly, and the new assignment is written into a zero,
+unrounded; adding the write first would round a small new weight ``r`` against
+the old one (``(y + r) - y``): a responsibility of ``1e-30`` next to an old
+``0.9`` would be lost, and a soft k-means cluster that holds only such weights
+would move somewhere else. Softmax and learned self-attention blocks are no
+exact reset and keep the equation's order (so trained models compute what they
+were trained with, bit for bit).
 :func:`transformer_layer` is the single implementation used by every hand-built
 construction, every variant and the learned model.
 """
@@ -85,14 +88,29 @@ def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, attend=ker
     -------
     P, Q : ndarrays of the same shapes
     """
-    # Both point blocks read the OLD P; both center blocks read the NEW P. Reset first, then write.
-    P = _residual(P, P, P, blocks["SAX"], Q, blocks["CAX"], rng, attend)
-    Q = _residual(Q, Q, Q, blocks["SAC"], P, blocks["CAC"], rng, attend)
+    # Both point blocks read the OLD P; both center blocks read the NEW P.
+    P = _residual(P, *_write_order((P, blocks["CAX"]), (P, blocks["SAX"]), Q), rng, attend)
+    Q = _residual(Q, *_write_order((Q, blocks["CAC"]), (Q, blocks["SAC"]), P), rng, attend)
     if ffn is not None:
         Q = Q + ffn(Q)
     if norm is not None:
         P, Q = norm(P), norm(Q)
     return P, Q
+
+
+def _write_order(cross, reset, keys):
+    """``(Zq, Zk1, block1, Zk2, block2)`` of a residual: an identity reset before the write, else the
+    cross-attention first, as the layer's equation reads.
+
+    ``cross = (Zq, block)`` reads ``keys``; ``reset = (Zq, block)`` reads its own tokens. An identity
+    reset is exact only added first: ``(y - y) + r`` keeps a small new weight ``r`` that
+    ``(y + r) - y`` rounds away. Other self-attention blocks (softmax resets, learned blocks) are
+    no exact reset, and keep the equation's order.
+    """
+    (Zq, cross_block), (_, reset_block) = cross, reset
+    if reset_block.normalizer == "identity":
+        return Zq, Zq, reset_block, keys, cross_block
+    return Zq, keys, cross_block, Zq, reset_block
 
 
 def _residual(Z, Zq, Zk1, block1, Zk2, block2, rng, attend):

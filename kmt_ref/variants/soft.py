@@ -46,7 +46,7 @@ mean of all points (linear attention gives a row of zero scores uniform
 weights), the ``"global_mean"`` policy of :func:`~kmt_ref.classical.lloyd`. A
 tiny positive total (``1e-30``, say) is not empty: the center moves to the
 weighted mean. The transformer stores each responsibility unrounded because its
-layer adds the reset before the write (``(y - y) + R``, see
+layer adds the identity reset before the write (``(y - y) + R``, see
 :mod:`kmt_ref.layer`), so both sides see the same totals to rounding of the
 squared distances. Never NaN.
 
