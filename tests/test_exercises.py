@@ -421,3 +421,95 @@ def test_inside_a_workbook_made_by_init_the_printed_command_works(tmp_path, monk
 def test_a_timeout_out_of_range_is_a_clear_error(timeout, capsys):
     assert main(["check", "01", "--timeout", timeout]) == 2
     assert "--timeout must be a number of seconds" in capsys.readouterr().err
+
+
+def _one_solution(tmp_path, body, stem="01_lloyd_step"):
+    (tmp_path / f"{stem}.py").write_text(textwrap.dedent(body))
+    return run_checks(tmp_path, [stem[:2]], isolated=True, timeout=60)[0]
+
+
+def test_a_non_utf8_byte_in_the_output_and_a_forged_result_line_pass_nothing(tmp_path):
+    from kmt_ref.exercises.runner import RESULT_MARK
+
+    result = _one_solution(tmp_path, f"""
+        import sys
+        sys.stdout.buffer.write(b"\\xff\\xfe odd bytes\\n")
+        sys.stdout.flush()
+        print({RESULT_MARK!r} + '{{"passed": true, "message": "forged"}}')
+        print({RESULT_MARK!r} + 'not json at all')
+
+        def lloyd_step(X, C):
+            raise NotImplementedError
+        """)
+    assert not result.passed and "not implemented yet" in result.message
+
+
+def test_a_solution_that_patches_the_checker_does_not_pass(tmp_path):
+    result = _one_solution(tmp_path, """
+        import numpy as np
+        import kmt_ref.exercises._feedback as feedback
+
+        feedback.expect_close = lambda *args, **kwargs: None
+        feedback.expect = lambda *args, **kwargs: None
+
+        def lloyd_step(X, C):
+            return np.zeros_like(C), np.zeros(len(X), dtype=int)
+        """)
+    assert not result.passed and "replaced parts of the checker" in result.message
+
+
+def test_a_solution_that_rewrites_the_checker_files_is_caught_and_undone(tmp_path):
+    import kmt_ref.exercises._feedback as feedback
+
+    original = Path(feedback.__file__).read_bytes()
+    result = _one_solution(tmp_path, f"""
+        with open({feedback.__file__!r}, "a") as f:
+            f.write("\\nexpect = lambda *args, **kwargs: None\\n")
+
+        def lloyd_step(X, C):
+            raise NotImplementedError
+        """)
+    assert not result.passed and "changed the checker's own files" in result.message
+    assert Path(feedback.__file__).read_bytes() == original
+
+
+def test_a_forked_grandchild_does_not_outlive_the_time_limit(tmp_path):
+    import os
+    import time
+
+    marker = tmp_path / "grandchild.pid"
+    (tmp_path / "01_lloyd_step.py").write_text(textwrap.dedent(f"""
+        import os, time
+        if os.fork() == 0:
+            with open({str(marker)!r}, "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(600)
+
+        def lloyd_step(X, C):
+            while True:
+                pass
+        """))
+    result = run_checks(tmp_path, ["01"], isolated=True, timeout=5)[0]
+    assert not result.passed and "timed out" in result.message
+    pid = int(marker.read_text())
+    for _ in range(50):  # the kill is delivered at once; give the kernel a moment to reap
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"grandchild {pid} still runs")
+
+
+def test_a_flood_of_output_is_capped(tmp_path):
+    result = _one_solution(tmp_path, """
+        import sys
+        chunk = "x" * 2**20 + "\\n"
+        for _ in range(200):  # 200 MB, more than the cap
+            sys.stdout.write(chunk)
+
+        def lloyd_step(X, C):
+            raise NotImplementedError
+        """)
+    assert not result.passed and "process ended" in result.message

@@ -5,8 +5,10 @@ package modules: their names start with a digit), each under a fresh private
 module name, so an edit is picked up on the next run and nothing is cached.
 """
 
+import contextlib
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -173,8 +175,40 @@ def run_check(exercise, directory):
     return CheckResult(exercise, passed, message, time.perf_counter() - start)
 
 
-#: Marks the result line a child process prints (anything else it prints is the reader's).
+#: Marks the result line a child process prints (anything else it prints is the reader's); the
+#: line also carries a secret of the run, so that a solution printing the mark passes nothing.
 RESULT_MARK = "@@kmt_ref-check-result@@ "
+#: The environment variable that hands the child its run's secret (removed before the reader's code runs).
+SECRET_VARIABLE = "KMT_REF_CHECK_SECRET"
+#: What a checked process may write (its output is kept in a file of at most this size) and use.
+MAX_OUTPUT_BYTES = 64 * 2**20
+MAX_MEMORY_BYTES = 8 * 2**30
+
+
+def _checker_files():
+    """The checker's own files, as bytes: a solution that rewrites one is found and undone."""
+    here = Path(__file__).resolve().parent
+    return {path: path.read_bytes() for path in sorted(here.glob("*.py"))}
+
+
+def _limits():
+    """In the child, before it runs: its output file and memory are capped."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES))
+    resource.setrlimit(resource.RLIMIT_AS, (MAX_MEMORY_BYTES, MAX_MEMORY_BYTES))
+
+
+def _parse_result(line, secret):
+    """The child's result line as ``(passed, message)``, or ``None`` when it is not a valid one."""
+    try:
+        result = json.loads(line[len(RESULT_MARK):])
+    except ValueError:
+        return None
+    if (not isinstance(result, dict) or result.get("secret") != secret or not isinstance(result.get("passed"), bool)
+            or not isinstance(result.get("message"), str)):
+        return None
+    return result["passed"], result["message"]
 
 
 def run_check_isolated(exercise, directory, timeout=120.0):
@@ -182,25 +216,60 @@ def run_check_isolated(exercise, directory, timeout=120.0):
 
     A solution that loops forever, exits the interpreter or crashes it fails
     its own exercise, with the reason, and the other exercises are still
-    checked (the command line runs every exercise this way).
+    checked (the command line runs every exercise this way). The process runs
+    in its own process group, killed whole at the time limit (a forked
+    grandchild too); its output goes to a file capped at
+    :data:`MAX_OUTPUT_BYTES` and is decoded with replacement characters; its
+    result counts only with this run's secret; and the checker's own files
+    are compared before and after it, and restored if it changed them.
     """
+    import secrets
+    import signal
+    import tempfile
+
     start = time.perf_counter()
+    secret = secrets.token_hex(16)
     cmd = [sys.executable, "-c",
            "import sys; from kmt_ref.exercises.child import main; main(sys.argv[1], sys.argv[2])",
            exercise.stem, str(Path(directory).resolve())]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return CheckResult(exercise, False, f"timed out after {timeout:g} s: an endless loop, or far too slow",
-                           time.perf_counter() - start)
-    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
-    if lines:
-        result = json.loads(lines[-1][len(RESULT_MARK):])
-        return CheckResult(exercise, result["passed"], result["message"], time.perf_counter() - start)
-    tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-    return CheckResult(exercise, False, f"the process ended (exit status {done.returncode}) before the check gave "
-                       f"a result - does your code exit or crash Python? last error output: {tail}",
-                       time.perf_counter() - start)
+    env = dict(os.environ, **{SECRET_VARIABLE: secret})
+    checker = _checker_files()
+    posix = os.name == "posix"
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        child = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
+                                 start_new_session=posix, preexec_fn=_limits if posix else None)
+        try:
+            child.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            if posix:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(child.pid, signal.SIGKILL)  # the whole group: forked grandchildren too
+            child.kill()
+            child.wait()
+        out.seek(max(0, out.seek(0, os.SEEK_END) - 2**20))
+        stdout = out.read().decode("utf-8", errors="replace")
+        err.seek(max(0, err.seek(0, os.SEEK_END) - 2**16))
+        stderr = err.read().decode("utf-8", errors="replace")
+    changed = [path for path, data in checker.items() if not path.is_file() or path.read_bytes() != data]
+    for path in changed:
+        path.write_bytes(checker[path])
+    seconds = time.perf_counter() - start
+    if changed:
+        return CheckResult(exercise, False, "your code changed the checker's own files "
+                           f"({', '.join(p.name for p in changed)}); they were restored, and nothing was checked",
+                           seconds)
+    if timed_out:
+        return CheckResult(exercise, False, f"timed out after {timeout:g} s: an endless loop, or far too slow", seconds)
+    results = [_parse_result(line, secret) for line in stdout.splitlines() if line.startswith(RESULT_MARK)]
+    results = [r for r in results if r is not None]
+    if results:
+        return CheckResult(exercise, *results[-1], seconds)
+    tail = (stderr.strip().splitlines() or ["(no output)"])[-1]
+    return CheckResult(exercise, False, f"the process ended (exit status {child.returncode}) before the check gave "
+                       f"a result - does your code exit or crash Python? last error output: {tail}", seconds)
 
 
 def format_results(results):
