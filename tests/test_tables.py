@@ -12,3 +12,12 @@ def test_table_renders_markdown_and_text():
 def test_table_refuses_ragged_rows():
     with pytest.raises(ValueError, match="rows=\\[1\\]"):
         Table(["a", "b"], [[1, 2], [3]])
+
+
+def test_numbers_in_a_rendered_table_cannot_break_at_their_hyphens():
+    from kmt_ref.plotting.tables import NON_BREAKING_HYPHEN as NB
+
+    md = Table(["within 1e-3", "k-means"], [["-0.25 (seeds 0-9)", "data-block"]])._repr_markdown_()
+    assert f"1e{NB}3" in md and f"{NB}0.25" in md and f"0{NB}9" in md
+    assert "k-means" in md and "data-block" in md  # words keep their ordinary hyphens
+    assert "1e-3" in str(Table(["within 1e-3"], [["x"]]))  # plain text is unchanged

@@ -4,7 +4,19 @@ A :class:`Table` displays as a Markdown table in Jupyter (and in the built
 book) and prints as aligned text elsewhere.
 """
 
+import re
+
 __all__ = ["Table"]
+
+
+#: A hyphen a line is never broken at (U+2011): a number such as ``1e-3`` stays on one line.
+NON_BREAKING_HYPHEN = "\u2011"
+
+
+def _whole_numbers(text):
+    """``text`` with the hyphens of its numbers (``1e-3``, ``-0.25``, ``5.0e-08``) made non-breaking."""
+    return re.sub(r"(?<![A-Za-z])-?[0-9][0-9.,]*(?:e-?[0-9]+)?|(?<![A-Za-z0-9])-(?=[0-9])",
+                  lambda m: m.group(0).replace("-", NON_BREAKING_HYPHEN), text)
 
 
 class Table:
@@ -28,7 +40,7 @@ class Table:
 
     def _repr_markdown_(self):
         def line(cells):
-            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+            return "| " + " | ".join(_whole_numbers(c).replace("|", "\\|") for c in cells) + " |"
 
         return "\n".join([line(self.header), "|" + "---|" * len(self.header), *map(line, self.rows)])
 
