@@ -687,4 +687,7 @@ def attend(Zq, Zk, block, rng=None):
 
 
 if os.environ.get("KMT_REF_THREADS"):
-    set_threads(int(os.environ["KMT_REF_THREADS"]))
+    _value = os.environ["KMT_REF_THREADS"]
+    if not (_value.isdigit() and int(_value) >= 1):
+        raise ValueError(f"the environment variable KMT_REF_THREADS must be a whole number >= 1; got {_value!r}")
+    set_threads(int(_value))

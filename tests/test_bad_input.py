@@ -1,5 +1,8 @@
 """Bad input gets a clear ValueError naming the argument and the value, before any work."""
 
+import os
+import re
+
 import numpy as np
 import pytest
 
@@ -154,3 +157,54 @@ def test_batch_centers_get_the_single_task_center_checks(entry):
     C = np.stack([GOOD_C, np.array([[0.0], [2e150]])])
     with pytest.raises(ValueError, match=r"init\[1, 1, 0\].*\(task 1\)"):
         _batch_entry_points()[entry](X, C)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(values=(float("inf"),)), "positive finite numbers"),
+    (dict(values=(True,)), "positive finite numbers"),
+    (dict(min_d=-1), "min_d must be an integer >= 1"),
+    (dict(needs_rng="no"), "needs_rng must be"),
+])
+def test_variant_declarations_are_checked(kwargs, match):
+    from kmt_ref.variants import Variant
+    from kmt_ref.variants.entmax import entmax_kmeans, entmax_kmeans_transformer
+
+    with pytest.raises(ValueError, match=match):
+        Variant("x", entmax_kmeans, entmax_kmeans_transformer, "a", **{"values": (1.0,), "change": "-", **kwargs})
+
+
+@pytest.mark.parametrize("n_layers", [True, 0, 1.5])
+def test_forward_refuses_a_bad_layer_count(n_layers):
+    from kmt_ref.learning.model import ModelConfig, forward, init_params
+
+    config = ModelConfig(d=2, k=2)
+    theta = init_params(config, np.random.default_rng(0))
+    X = np.random.default_rng(0).random((1, 5, 2))
+    with pytest.raises(ValueError, match="n_layers must be an integer"):
+        forward(theta, X, X[:, :2], config, n_layers=n_layers)
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["train", "--quick", "--lr", "1e308"], r"lr must be in \(0, 1\]"),
+    (["train", "--quick", "--d", "100000"], "GiB, more than"),
+    (["reproduce", "learning", "--report", "--results-dir", "/nonexistent/kmt"], "is not a directory"),
+])
+def test_command_line_user_errors_are_messages_not_tracebacks(argv, match, capsys, tmp_path):
+    from kmt_ref.__main__ import main
+
+    if argv[0] == "train":
+        argv = argv + ["--results-dir", str(tmp_path)]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert re.search(match, err) and "Traceback" not in err
+
+
+def test_a_bad_thread_count_in_the_environment_is_a_clear_error():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import kmt_ref"], env={**os.environ, "KMT_REF_THREADS": "abc"},
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "KMT_REF_THREADS must be a whole number >= 1; got 'abc'" in done.stderr

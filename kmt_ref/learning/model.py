@@ -308,6 +308,7 @@ def forward(theta, X, init, config, attend=kernels.attend, n_layers=1, every_ste
         ``every_step``, a list of ``n_layers`` such arrays.
     """
     X = check_batch(X, init)
+    n_layers = check_int(n_layers, "n_layers", low=1)
     layout, blocks = config.layout, blocks_from_params(theta, config)
     P0, Q = layout.embed(X, init)
     # The center tokens of zero centers: what re-embedding adds to the linear image of the centers.

@@ -58,6 +58,10 @@ LOSS_ON = ("last", "every")
 __all__ = ["TrainConfig", "TrainResult", "train", "load_result", "validation_tasks", "batch_loss"]
 
 
+#: The most memory a training step may need (bytes); a config that needs more is refused before any work.
+MAX_STEP_BYTES = 16 * 2**30
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything that defines a training run (the paper's values by default).
@@ -133,12 +137,19 @@ class TrainConfig:
             store(name, check_bool(getattr(self, name), name))
         for name in ("scale", "tau", "lr"):
             store(name, check_positive(getattr(self, name), name))
+        if self.lr > 1.0:  # Adam moves every parameter by about lr per step: beyond 1 a run only diverges
+            raise ValueError(f"lr must be in (0, 1]; got lr={self.lr:g}")
         store("lr_factor", check_fraction(self.lr_factor, "lr_factor"))
         if self.lr_factor == 0:
             raise ValueError(f"lr_factor must be in (0, 1); got lr_factor={self.lr_factor}")
         check_family(self.family)
         check_choice(self.loss_on, "loss_on", LOSS_ON)
-        ModelConfig(self.d, self.k, self.tokens, self.tied)  # validates the model options
+        model = ModelConfig(self.d, self.k, self.tokens, self.tied)  # validates the model options
+        # A training step holds a few copies of the parameters and batch x n x n attention weights.
+        need = 8 * (6 * model.n_params + 4 * self.batch * self.n * (self.n + model.width))
+        if need > MAX_STEP_BYTES:
+            raise ValueError(f"a training step with d={self.d}, k={self.k}, n={self.n}, batch={self.batch} needs about "
+                             f"{need / 2**30:.0f} GiB, more than {MAX_STEP_BYTES / 2**30:g} GiB: choose smaller sizes")
 
     @property
     def model(self):

@@ -201,6 +201,8 @@ def reproduce(name, argv=()):
         results_dir = args.results_dir or experiments.RESULTS_DIR
         if args.scale is None and os.path.exists(os.path.join(results_dir, "paper", f"{name}.json")):
             scale = "paper"  # a report shows the paper-scale results where there are some
+        if not os.path.isdir(results_dir):
+            parser.error(f"--results-dir {results_dir!r} is not a directory")
         if name == "learning":
             out = experiments.report(results_dir)
         else:

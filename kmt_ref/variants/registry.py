@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_bool, check_callable, check_instance, check_name
+from .._validation import check_bool, check_callable, check_instance, check_int, check_name
 
 __all__ = ["Variant", "VARIANTS", "register_variant", "EXACT_TOL"]
 
@@ -87,8 +87,10 @@ class Variant:
         if self.parameter is None:
             if tuple(self.values) != (None,):
                 raise ValueError(f"a variant without a parameter has values=(None,); got values={self.values!r}")
-        elif not self.values or not all(isinstance(v, numbers.Real) and v > 0 for v in self.values):
-            raise ValueError(f"values must be positive numbers of {self.parameter}; got values={self.values!r}")
+        elif not self.values or not all(isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 < v < np.inf
+                                        for v in self.values):
+            raise ValueError(f"values must be positive finite numbers of {self.parameter}; got values={self.values!r}")
+        check_int(self.min_d, "min_d", low=1)
         for field in ("needs_rng", "centered", "init_in_data", "assumes_unique_nearest"):
             check_bool(getattr(self, field), field)
         object.__setattr__(self, "values", tuple(self.values))
