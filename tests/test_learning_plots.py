@@ -76,3 +76,13 @@ def test_beyond_figures_draw_one_series_per_model_and_a_zero_line():
     heights = [p.get_height() for p in left.patches]
     assert np.allclose(sorted(h for h in heights if np.isfinite(h)), [0.1, 0.4, 0.4])  # gaps to Lloyd
     assert len(right.patches) == 3 * 2  # Lloyd, tied, standard for both data sets (missing: NaN bar)
+
+
+def test_plotting_without_matplotlib_says_how_to_install_it():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "try:\n    import kmt_ref.plotting\nexcept ImportError as e:\n    print(e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert "pip install 'kmt-ref[plot]'" in out

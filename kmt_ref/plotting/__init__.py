@@ -11,6 +11,13 @@ ending in ``plots.plot_figure3(...)`` shows the figure.
 """
 
 
+try:
+    import matplotlib  # noqa: F401
+except ImportError:
+    raise ImportError("kmt_ref.plotting draws with matplotlib, which is not installed: "
+                      "pip install 'kmt-ref[plot]'") from None
+
+
 def _register_notebook_display():
     try:
         from IPython import get_ipython
