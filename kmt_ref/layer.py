@@ -89,8 +89,8 @@ def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, attend=ker
     P, Q : ndarrays of the same shapes
     """
     # Both point blocks read the OLD P; both center blocks read the NEW P.
-    P = _residual(P, *_write_order((P, blocks["CAX"]), (P, blocks["SAX"]), Q), rng, attend)
-    Q = _residual(Q, *_write_order((Q, blocks["CAC"]), (Q, blocks["SAC"]), P), rng, attend)
+    P = _residual(P, P, *_write_order(P, Q, blocks["CAX"], blocks["SAX"]), rng, attend)
+    Q = _residual(Q, Q, *_write_order(Q, P, blocks["CAC"], blocks["SAC"]), rng, attend)
     if ffn is not None:
         Q = Q + ffn(Q)
     if norm is not None:
@@ -98,19 +98,18 @@ def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, attend=ker
     return P, Q
 
 
-def _write_order(cross, reset, keys):
-    """``(Zq, Zk1, block1, Zk2, block2)`` of a residual: an identity reset before the write, else the
+def _write_order(own, keys, cross, reset):
+    """``(Zk1, block1, Zk2, block2)`` of a residual: an identity reset before the write, else the
     cross-attention first, as the layer's equation reads.
 
-    ``cross = (Zq, block)`` reads ``keys``; ``reset = (Zq, block)`` reads its own tokens. An identity
-    reset is exact only added first: ``(y - y) + r`` keeps a small new weight ``r`` that
-    ``(y + r) - y`` rounds away. Other self-attention blocks (softmax resets, learned blocks) are
-    no exact reset, and keep the equation's order.
+    ``cross`` reads ``keys``, ``reset`` the tokens' ``own`` values. An identity reset is exact only
+    added first: ``(y - y) + r`` keeps a small new weight ``r`` that ``(y + r) - y`` rounds away.
+    Other self-attention blocks (softmax resets, learned blocks) are no exact reset, and keep the
+    equation's order.
     """
-    (Zq, cross_block), (_, reset_block) = cross, reset
-    if reset_block.normalizer == "identity":
-        return Zq, Zq, reset_block, keys, cross_block
-    return Zq, keys, cross_block, Zq, reset_block
+    if reset.normalizer == "identity":
+        return own, reset, keys, cross
+    return keys, cross, own, reset
 
 
 def _residual(Z, Zq, Zk1, block1, Zk2, block2, rng, attend):
