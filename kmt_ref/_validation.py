@@ -132,11 +132,6 @@ def _as_float_array(name, value, shape="(n, d)", copy=True):
     return value if boxed else out
 
 
-def _as_float_matrix(name, value):
-    """Convert ``value`` to a fresh float64 2-D array, refusing what cannot be."""
-    return _as_float_array(name, value)
-
-
 def _check_spread(X):
     """Refuse points that differ by less than 1e-150 in every coordinate without being identical
     (their squared distances underflow to 0); ``X`` of shape (n, d) or (B, n, d), per task."""
@@ -172,7 +167,7 @@ def check_data(X):
         points differ by less than ``1e-150`` in every coordinate without
         being identical (squared distances would underflow to 0).
     """
-    X = _as_float_matrix("X", X)
+    X = _as_float_array("X", X)
     _check_spread(X)
     return X
 
@@ -195,7 +190,7 @@ def check_centers(init, d, name="init", k=None):
     ndarray, shape (k, d)
         A float64 copy of ``init``.
     """
-    C = _as_float_matrix(name, init)
+    C = _as_float_array(name, init)
     if C.shape[1] != d:
         raise ValueError(
             f"{name} must have d={d} columns like X; got {name}.shape={C.shape}"
