@@ -2,7 +2,8 @@
 # Build the book strictly (every page executed, zero warnings), then open every
 # page in headless Chromium (.ci/check_pages.py: math typeset, figures served,
 # no console error, no request off 127.0.0.1, nothing wider than the column)
-# and print the whole book to book/_build/html/kmt_ref-book.pdf.
+# and print the whole book to book/_build/html/kmt_ref-book.pdf
+# (.ci/print_book.py: title page, contents, bookmarks, page numbers, links).
 #
 # Needs: an activated venv with `pip install -e ".[book]"` done. Installs the
 # Debian package `chromium` when it is missing (CI runs as root).
@@ -44,6 +45,9 @@ rm -rf book/_build
 start=$(date +%s)
 jupyter-book build book -W -n --keep-going
 echo "book: built with every page executed in $(( $(date +%s) - start )) s"
+# The same pages joined into one document, for the PDF: Sphinx reuses the
+# executed pages it just stored, so nothing runs again.
+jupyter-book build book --builder singlehtml -W -n --keep-going
 
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && ! command -v google-chrome >/dev/null; then
     echo "book.sh: installing chromium (Debian package)"
@@ -51,13 +55,9 @@ if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null 
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
-if ! command -v pdfunite >/dev/null; then
-    echo "book.sh: installing poppler-utils (pdfunite, pdfinfo)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils >/dev/null
-fi
-
-# Serves the pages itself (127.0.0.1), opens every one, prints the PDF the
-# first page links to.
-python .ci/check_pages.py --html-dir book/_build/html --artifacts "$artifacts" \
-    --toc book/_toc.yml --pdf book/_build/html/kmt_ref-book.pdf
+# Serves the pages itself (127.0.0.1) and opens every one.
+python .ci/check_pages.py --html-dir book/_build/html --artifacts "$artifacts" --toc book/_toc.yml
+# Prints the single-page build to the PDF the first page links to, and checks it.
+python .ci/print_book.py --singlehtml book/_build/singlehtml --html-dir book/_build/html \
+    --toc book/_toc.yml --config book/_config.yml --out book/_build/html/kmt_ref-book.pdf
+cp book/_build/html/kmt_ref-book.pdf "$artifacts/"

@@ -2,8 +2,7 @@
 
 Usage (the book must be built; see .ci/book.sh)::
 
-    python .ci/check_pages.py --html-dir book/_build/html --artifacts .ci/artifacts \
-        --toc book/_toc.yml --pdf book/_build/html/kmt_ref-book.pdf
+    python .ci/check_pages.py --html-dir book/_build/html --artifacts .ci/artifacts --toc book/_toc.yml
 
 The pages are served from ``--html-dir`` by a server of this script on
 127.0.0.1; every HTML response gets a small probe script that measures the
@@ -28,9 +27,7 @@ the DOM. Checks, each failing with a message that says what and where:
    that part of it hides behind a horizontal scrollbar, or a word or number
    of a table cell broken across two lines. Screenshots of every
    page are saved to the artifacts folder.
-4. PDF (with ``--pdf``): every chapter, in table-of-contents order, printed by
-   Chromium and joined by poppler's ``pdfunite``; each chapter must give at
-   least one page and the joined file exactly their sum (``pdfinfo``).
+The PDF is printed and checked by .ci/print_book.py.
 """
 
 import argparse
@@ -57,8 +54,9 @@ NOT_CHAPTERS = {"genindex.html", "search.html", "prf-prf.html"}
 #: A cell that ends with one of these calls shows a figure.
 PLOT_CALL = re.compile(r"(^|[\s.=])(plot\w*|\w*heatmaps|gap_collapse|bound_vs_measured|imshow|subplots)\(")
 
-#: The reader's window width, in pixels.
+#: The reader's window width, in pixels; and a phone's, for the screenshots.
 WIDTH = 1280
+PHONE_WIDTH = 390
 #: Injected into every served page (see probe.js).
 PROBE = "<script>" + (Path(__file__).parent / "probe.js").read_text(encoding="utf-8") + "</script>"
 
@@ -223,11 +221,12 @@ def browser_check(binary, base_url, html_dir, artifacts, page, needs_math):
     """Problems on one page; saves its DOM and screenshot to ``artifacts``."""
     url = f"{base_url.rstrip('/')}/{page}"
     dom, console = run_chromium(binary, ["--dump-dom", f"--window-size={WIDTH},1600"], url)
-    stem = Path(page).stem
+    stem = Path(page).with_suffix("").as_posix().replace("/", "-")  # api/attention -> api-attention
     (artifacts / f"{stem}.dom.html").write_text(dom, encoding="utf-8")
     parsed = parse(dom)
-    # The top of the page, and the whole page in one tall shot (figures included).
-    shots = {stem: f"{WIDTH},1600", f"{stem}.full": f"{WIDTH},{SCREENSHOT_MAX_HEIGHT}"}
+    # The top of the page, the whole page in one tall shot (figures included), and the page on a phone.
+    shots = {stem: f"{WIDTH},1600", f"{stem}.full": f"{WIDTH},{SCREENSHOT_MAX_HEIGHT}",
+             f"{stem}.phone": f"{PHONE_WIDTH},{SCREENSHOT_MAX_HEIGHT}"}
     problems = [f"{page}: console error: {line.split('CONSOLE', 1)[1][:300]}" for line in console
                 if "Uncaught" in line or "Error" in line]
     for name, size in shots.items():
@@ -275,46 +274,12 @@ def chapters(toc):
     return [root, *re.findall(r"^\s*- file:\s*(\S+)", text, re.M)]
 
 
-def pdf_pages(path):
-    info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
-    return int(re.search(r"^Pages:\s*(\d+)", info, re.M).group(1))
-
-
-def print_pdf(binary, base_url, pages, out):
-    """Print every page with Chromium, join them with pdfunite; problems, and the page counts."""
-    problems, counts = [], {}
-    for tool in ("pdfunite", "pdfinfo"):
-        if shutil.which(tool) is None:
-            return [f"PDF: {tool} not found (apt-get install poppler-utils)"], counts
-    with tempfile.TemporaryDirectory(prefix="kmt-pdf-") as tmp:
-        parts = []
-        for page in pages:
-            part = Path(tmp) / f"{len(parts):02d}-{page}.pdf"
-            run_chromium(binary, [f"--print-to-pdf={part}", "--no-pdf-header-footer"], f"{base_url}/{page}.html")
-            if not part.is_file():
-                problems.append(f"PDF: Chromium wrote no PDF for {page}.html")
-                continue
-            counts[page] = pdf_pages(part)
-            if counts[page] < 1:
-                problems.append(f"PDF: {page}.html printed to {counts[page]} pages")
-            parts.append(str(part))
-        subprocess.run(["pdfunite", *parts, str(out)], check=True)
-    total = pdf_pages(out)
-    if total != sum(counts.values()):
-        problems.append(f"PDF: {out} has {total} pages, its chapters {sum(counts.values())}")
-    print(f"PDF: {out}, {total} pages ({', '.join(f'{p} {n}' for p, n in counts.items())})")
-    return problems, counts
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--html-dir", type=Path, required=True)
     parser.add_argument("--artifacts", type=Path, required=True)
-    parser.add_argument("--toc", type=Path, help="_toc.yml: the chapters that go into the PDF, in order")
-    parser.add_argument("--pdf", type=Path, help="write the whole book to this PDF (needs --toc)")
+    parser.add_argument("--toc", type=Path, required=True, help="_toc.yml: every page it lists is checked")
     args = parser.parse_args(argv)
-    if args.pdf and not args.toc:
-        parser.error("--pdf needs --toc")
     args.artifacts.mkdir(parents=True, exist_ok=True)
 
     problems = static_check(args.html_dir)
@@ -324,22 +289,16 @@ def main(argv=None):
     server, base_url = serve(args.html_dir)
     try:
         checked = 0
-        for page in sorted(p.name for p in args.html_dir.glob("*.html") if p.name not in NOT_CHAPTERS):
-            source = args.html_dir / "_sources" / (Path(page).stem + ".md")
+        listed = [f"{page}.html" for page in chapters(args.toc)]
+        missing = [page for page in listed if not (args.html_dir / page).is_file()]
+        problems += [f"{page}: listed in {args.toc} but not built" for page in missing]
+        others = [p.name for p in args.html_dir.glob("*.html") if p.name not in NOT_CHAPTERS]
+        for page in sorted(set(listed) - set(missing) | set(others)):
+            source = args.html_dir / "_sources" / Path(page).with_suffix(".md")
             text = source.read_text(encoding="utf-8") if source.is_file() else ""
             needs_math = "$" in text or "{math}" in text
             problems += browser_check(binary, base_url, args.html_dir, args.artifacts, page, needs_math)
             checked += 1
-        if args.pdf:
-            pages = chapters(args.toc)
-            missing = [p for p in pages if not (args.html_dir / f"{p}.html").is_file()]
-            problems += [f"PDF: chapter {p} was not built" for p in missing]
-            pdf_problems, _ = print_pdf(binary, base_url, [p for p in pages if p not in missing], args.pdf)
-            problems += pdf_problems
-            linked = (args.html_dir / "index.html").read_text(encoding="utf-8") + (
-                args.html_dir / f"{pages[0]}.html").read_text(encoding="utf-8")
-            if f'href="{args.pdf.name}"' not in linked:
-                problems.append(f"PDF: the first page does not link to {args.pdf.name}")
     finally:
         server.shutdown()
     if problems:

@@ -13,21 +13,28 @@ constructions and the learned model, and accepts leading batch axes
 
 Scores (``gamma`` is applied by :func:`attend`, not here):
 
-``"euclidean"``  ``-||Wq z_a - Wk z_b||^2``
-``"dot"``        ``(Wq z_a) . (Wk z_b)``
+``"euclidean"``
+    ``-||Wq z_a - Wk z_b||^2``
+``"dot"``
+    ``(Wq z_a) . (Wk z_b)``
 
 Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
 
-``"softmax"``   finite-temperature softmax, stabilized by the row maximum.
-``"hardmax"``   the ``gamma -> inf`` limit: uniform weight on the arg-max set
-                ("averaging hard attention"). ``gamma`` is irrelevant.
-``"linear"``    non-negative scores divided by their row sum. A row of zeros
-                gets uniform weights (the limit of adding the same small
-                positive number to every score), never 0/0.
-``"identity"``  each token attends to itself only (requires queries = keys);
-                scores are not computed.
-``"softmax_dropout"``  softmax, then attention dropout (parameter ``p`` via
-                ``Block.params``; needs ``rng``): the authors' evaluation.
+``"softmax"``
+    finite-temperature softmax, stabilized by the row maximum.
+``"hardmax"``
+    the ``gamma -> inf`` limit: uniform weight on the arg-max set ("averaging
+    hard attention"). ``gamma`` is irrelevant.
+``"linear"``
+    non-negative scores divided by their row sum. A row of zeros gets uniform
+    weights (the limit of adding the same small positive number to every
+    score), never 0/0.
+``"identity"``
+    each token attends to itself only (requires queries = keys); scores are
+    not computed.
+``"softmax_dropout"``
+    softmax, then attention dropout (parameter ``p`` via ``Block.params``;
+    needs ``rng``): the authors' evaluation.
 
 Sparse and random normalizers (defined in :mod:`kmt_ref.normalizers`, used by
 the variants): ``"sparsemax"``, ``"normmax2"`` and ``"normmax_inf"`` (parameter
@@ -35,7 +42,7 @@ the variants): ``"sparsemax"``, ``"normmax2"`` and ``"normmax_inf"`` (parameter
 (parameter ``temperature``; both need ``rng``).
 
 :func:`attend` here is the reference: the formula above, a dozen lines, every
-weight computed. Models run :func:`kmt_ref.kernels.attend`, the same numbers
+weight computed. Models run ``kmt_ref.kernels.attend``, the same numbers
 (a test runs every construction, variant and the learned model through both)
 computed faster; :func:`kmt_ref.layer.transformer_layer` takes either.
 """
@@ -284,7 +291,7 @@ def attend(Zq, Zk, block, rng=None):
     ``attention_weights(Zq, Zk, block) @ (Zk @ Wv.T + bv)``; with a normalizer
     that has an ``average`` (hardmax), that exact average instead of the
     product. Every weight is computed, so this holds an (..., m, r) array:
-    models run the same numbers through :func:`kmt_ref.kernels.attend`, which
+    models run the same numbers through ``kmt_ref.kernels.attend``, which
     skips what the weights' structure makes zero and works in row chunks.
 
     Parameters

@@ -21,7 +21,7 @@ map with Lloyd's, along Lloyd's own trajectory ``C_0, C_1, ...``:
   ``radius[t+1] = max_j [sum_{a=j} eps_i r_ij + sum_{a!=j} eta_ij r_ij] / (N_j - sum_{a=j} eps_i)``
   with ``r_ij = ||x_i - c'_j||``, capped by the diagonal of the data's bounding box
   (both centers are convex combinations of points). The same sum with
-  ``|x_il - c'_jl|`` bounds coordinate l: that is :attr:`Certificate.bound`.
+  ``|x_il - c'_jl|`` bounds coordinate l: that is ``Certificate.bound``.
 
 A cluster that Lloyd empties is certified only through float64 underflow
 (every weight on it is exactly 0 once ``gamma * margin > 746``; then linear
@@ -290,8 +290,8 @@ def min_gamma(X, init, n_layers, tol, target="centers", float_allowance=True, rt
         ``> 0``.
     target : {"centers", "log_objective"}
         What ``tol`` bounds at every layer: the largest absolute coordinate
-        difference of the centers (:attr:`Certificate.bound`), or the
-        log-objective gap (:attr:`Certificate.log_objective_gap`).
+        difference of the centers (``Certificate.bound``), or the
+        log-objective gap (``Certificate.log_objective_gap``).
     float_allowance : bool
         As in :func:`exactness_certificate`.
     rtol : float

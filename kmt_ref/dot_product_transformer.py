@@ -127,8 +127,8 @@ __all__ = [
     "parameter_counts",
 ]
 
-#: Token layout of Theorem 2.2: the point (or center), the assignment (or id),
-#: the squared norm and a constant 1.
+#: Token layout of Theorem 2.2, in order the point (or center), the assignment
+#: (or id), the squared norm and a constant 1.
 LAYOUT_BLOCKS = ("x", "y", "sqnorm", "one")
 
 #: Block mechanisms (score, normalizer) of each configuration; ``"attention"``

@@ -80,7 +80,7 @@ def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, attend=ker
     rng : numpy.random.Generator, optional
         For random normalizers.
     attend : callable
-        The attention implementation: :func:`kmt_ref.kernels.attend` (the
+        The attention implementation: ``kmt_ref.kernels.attend`` (the
         default, fast) or the reference :func:`kmt_ref.attention.attend`; both
         compute the same numbers.
 
@@ -261,7 +261,7 @@ class KMeansTransformer:
         keep_assignments : bool
             Keep every layer's assignment block (``False``: ``assignments`` is
             ``None``, and the run holds one layer's tokens only). They take
-            ``8 n_layers B n k`` bytes; above :data:`MAX_KEPT_BYTES` (2 GiB) a run
+            ``8 n_layers B n k`` bytes; above ``MAX_KEPT_BYTES`` (2 GiB) a run
             that keeps them is refused with a ``ValueError`` that says so.
         diverged : {"raise", "return"}
             What a run whose centers or assignments become non-finite does:

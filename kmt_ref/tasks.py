@@ -24,7 +24,7 @@ coordinate drawn independently from the family with its component's location
 
 Only the random streams differ from the authors' (NumPy here, PyTorch there):
 the laws are the same. Both functions draw with one sampler
-(:func:`_draw_mixture`); they differ only in how they draw the permutation
+(``_draw_mixture``); they differ only in how they draw the permutation
 (``rng.permutation`` for one task, ``argsort`` of uniforms per task for a
 batch), which each keeps so that every committed result stays reproducible.
 
@@ -59,7 +59,7 @@ def _lognormal(rng, loc, s):
     return np.exp(loc + s * rng.standard_normal(size=loc.shape))
 
 
-#: Mixture families: ``family -> draw(rng, loc, s)``, one draw per entry of ``loc``.
+#: Mixture families, ``family -> draw(rng, loc, s)``, one draw per entry of ``loc``.
 FAMILIES = {
     "normal": _location_scale("standard_normal"),
     "cauchy": _location_scale("standard_cauchy"),

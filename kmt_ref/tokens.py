@@ -11,11 +11,15 @@ A layout is a sequence of named coordinate blocks, so weights are assembled
 from named projectors (``P_x``, ``P_y``) rather than index arithmetic. Known
 blocks:
 
-``"x"``       width d: the point, or the center.
-``"y"``       width k: zeros for points (assignment, filled by the layers),
-              ``I_k`` for centers (ids).
-``"sqnorm"``  width 1: the squared norm of the ``x`` block.
-``"one"``     width 1: the constant 1.
+``"x"``
+    width d: the point, or the center.
+``"y"``
+    width k: zeros for points (assignment, filled by the layers), ``I_k`` for
+    centers (ids).
+``"sqnorm"``
+    width 1: the squared norm of the ``x`` block.
+``"one"``
+    width 1: the constant 1.
 """
 
 import numpy as np

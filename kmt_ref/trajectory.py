@@ -33,6 +33,8 @@ class Trajectory:
         ties or at finite ``gamma``). For soft k-means: the responsibilities.
         ``None`` for the other classical algorithms.
 
+    Notes
+    -----
     :func:`~kmt_ref.lloyd` and :meth:`KMeansTransformer.run
     <kmt_ref.layer.KMeansTransformer.run>` on a batch of tasks give the same
     with a task axis after the iteration axis: ``centers`` (n_iter + 1, B, k, d),

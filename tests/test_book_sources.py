@@ -22,7 +22,9 @@ def toc_files():
 
 
 def pages():
-    return sorted(p.stem for p in BOOK.glob("*.md") if p.name != "README.md")
+    """Pages as _toc.yml names them: ``notation``, ``api/classical``."""
+    found = [*BOOK.glob("*.md"), *(BOOK / "api").glob("*.md")]
+    return sorted(p.relative_to(BOOK).with_suffix("").as_posix() for p in found if p.name != "README.md")
 
 
 def bib_keys():
@@ -93,3 +95,78 @@ def test_rendered_text_ignores_code_and_finds_raw_tex(check_pages):
     assert parsed.math_containers == 1
     assert "\\(" in text and "$$" not in text
     assert parsed.images == ["_images/a.png"]
+
+
+# The API reference: book/api/*.md document modules with ``automodule`` (autodoc).
+AUTOMODULE = re.compile(r"\.\. automodule:: (\S+)\n((?:   :[\w-]+:.*\n)*)")
+#: Modules of the package that are not library API: programs, plotting, the
+#: workbook, the speed wing (same numbers as the reference attention) and private modules.
+NOT_API = ("kmt_ref.programs", "kmt_ref.plotting", "kmt_ref.exercises", "kmt_ref.data", "kmt_ref.kernels")
+
+
+def api_modules():
+    """``{module: excluded member names}`` of every automodule on the API pages."""
+    documented = {}
+    for page in (BOOK / "api").glob("*.md"):
+        for module, options in AUTOMODULE.findall(page.read_text()):
+            assert module not in documented, f"{module} documented twice"
+            excluded = re.search(r":exclude-members: (.*)", options)
+            documented[module] = {n.strip() for n in excluded.group(1).split(",")} if excluded else set()
+    return documented
+
+
+def library_modules():
+    import pkgutil
+
+    import kmt_ref
+
+    return sorted(
+        m.name for m in pkgutil.walk_packages(kmt_ref.__path__, "kmt_ref.")
+        if not m.ispkg and not m.name.startswith(NOT_API)
+        and not any(part.startswith("_") for part in m.name.split("."))
+    )
+
+
+def test_the_api_reference_documents_every_library_module_and_public_name_once():
+    documented = api_modules()
+    missing = sorted(set(library_modules()) - set(documented))
+    assert not missing, f"library modules with no page in book/api/: {missing}"
+    seen = {}
+    for module, excluded in documented.items():
+        mod = importlib.import_module(module)
+        assert excluded <= set(mod.__all__), f"{module}: excludes names it does not have: {excluded}"
+        for name in sorted(set(mod.__all__) - excluded):
+            obj = getattr(mod, name)
+            if callable(obj):  # a function or class is documented where it is defined, once
+                assert getattr(obj, "__module__", module) == module, f"{module}.{name} is defined elsewhere"
+                assert id(obj) not in seen, f"{module}.{name} is also documented as {seen[id(obj)]}"
+                seen[id(obj)] = f"{module}.{name}"
+    import kmt_ref
+
+    exported = {id(getattr(kmt_ref, n)) for n in kmt_ref.__all__ if callable(getattr(kmt_ref, n))}
+    assert exported <= set(seen), "a name of the top-level package has no entry in the API reference"
+
+
+def test_source_listings_cut_every_docstring_to_its_plain_first_line():
+    spec = importlib.util.spec_from_file_location("source_listing", BOOK / "_ext" / "source_listing.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    source = '''class A:
+    """Uses :func:`~kmt_ref.lloyd` and ``X``.
+
+    Parameters
+    ----------
+    X : ndarray
+    """
+
+    def f(self):
+        """See :meth:`A.g <kmt_ref.A.g>`."""
+        return 1
+'''
+    assert module.without_docstrings(source) == '''class A:
+    """Uses lloyd and X."""
+
+    def f(self):
+        """See A.g."""
+        return 1
+'''

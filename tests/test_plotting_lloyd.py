@@ -111,4 +111,6 @@ def test_layer_diagram_and_offline_animation():
     html = offline_html(animate_layers(X, traj))
     assert html.count("data:image/png;base64") == 3  # one frame per layer, and the start
     assert not re.search(r"(src|href)=[\"']?(https?:)?//", html)
-    assert "fa-play" not in html and "&#x25B6;" in html
+    # Every button of the player carries a drawn icon: no icon font, no character a font may lack.
+    assert "<i class" not in html and "fa-play" not in html
+    assert html.count("<svg") == 9 and 'aria-label="play"' in html

@@ -2,7 +2,7 @@
 
 The learned layer is compared with the construction of Theorem 2.1 by the
 attention weights of its four blocks on the same task (the weights matrices
-themselves are compared in :func:`~kmt_ref.programs.experiments.weight_summary`).
+themselves are compared in ``kmt_ref.programs.experiments.weight_summary``).
 """
 
 import numpy as np

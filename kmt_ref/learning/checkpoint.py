@@ -8,7 +8,7 @@ then renamed, so a run killed while saving leaves the previous checkpoint
 intact. A SHA-256 checksum of the metadata and the arrays is stored with them:
 a truncated, corrupted or hand-edited file is refused with a ``ValueError``
 that names it. Only the checkpoints committed before checksums existed load
-without one, recognized by their content (:data:`LEGACY_CHECKSUMS`): deleting
+without one, recognized by their content (``LEGACY_CHECKSUMS``): deleting
 the checksum of an edited file does not make it load. Headers are read before
 any array is, so a file that claims a huge array is refused unread.
 """
@@ -35,7 +35,7 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "legacy_check
 
 
 def save_checkpoint(path, arrays, meta):
-    """Write ``arrays`` (names in :data:`ARRAYS`) and the JSON-able ``meta`` dict to ``path``.
+    """Write ``arrays`` (names in ``ARRAYS``) and the JSON-able ``meta`` dict to ``path``.
 
     The temporary file beside ``path`` is created exclusively and never
     through a symbolic link; a failed write (a full disk) removes it, so the

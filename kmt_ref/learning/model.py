@@ -117,7 +117,7 @@ class ModelConfig:
 
     @property
     def gamma(self):
-        """The score factor: ``1 / sqrt(D)`` as in the authors' model; ``1 / sqrt(d)`` when tied."""
+        """The score factor, ``1 / sqrt(D)`` as in the authors' model (``1 / sqrt(d)`` when tied)."""
         return 1.0 / np.sqrt(self.d if self.tied else self.width)
 
     @property
@@ -291,7 +291,7 @@ def forward(theta, X, init, config, attend=kernels.attend, n_layers=1, every_ste
     init : ndarray, shape (B, k, d)
     config : ModelConfig
     attend : callable
-        :func:`kmt_ref.kernels.attend` (default; its Euclidean softmax has a
+        ``kmt_ref.kernels.attend`` (default; its Euclidean softmax has a
         hand-written gradient) or the reference :func:`kmt_ref.attention.attend`
         (autograd differentiates it step by step: the same gradient, slower).
     n_layers : int

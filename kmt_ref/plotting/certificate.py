@@ -125,7 +125,7 @@ def bound_vs_measured(gammas, measured, bound):
 
 
 def paper_sweep_heatmaps(result, gamma, authors=None):
-    """The paper's four heatmaps for one gamma: ours (top row) and the authors' (bottom row).
+    """The paper's four heatmaps for one gamma: ours (left column) and the authors' (right column).
 
     Each panel is the mean, over the cells both sweeps ran, of the log
     objective after 10 layers minus Lloyd's, on the paper's colour range 0 to 3.
@@ -146,18 +146,19 @@ def paper_sweep_heatmaps(result, gamma, authors=None):
 
     authors = load_authors() if authors is None else authors
     names = {"k": "clusters k", "d": "dimensions d", "n": "points n", "scale": "scale"}
-    fig = Figure(figsize=(4.0 * len(HEATMAPS), 7.0), layout="constrained")
-    axes = fig.subplots(2, len(HEATMAPS))
+    # Two columns, one row per heatmap: narrow enough that its 8 pt labels stay readable in the book.
+    fig = Figure(figsize=(8.0, 3.0 * len(HEATMAPS)), layout="constrained")
+    axes = fig.subplots(len(HEATMAPS), 2)
     image = None
-    for col, (rows_axis, cols_axis) in enumerate(HEATMAPS):
+    for row, (rows_axis, cols_axis) in enumerate(HEATMAPS):
         rv, cv, ours, theirs = heatmap_grids(result, float(gamma), rows_axis, cols_axis, authors)
-        for row, (who, values) in enumerate((("ours", ours), ("authors", theirs))):
+        for col, (who, values) in enumerate((("ours", ours), ("authors", theirs))):
             ax = axes[row, col]
             image = ax.imshow(values, origin="lower", aspect="auto", cmap="viridis", vmin=0, vmax=3)
-            ax.set_xticks(range(len(cv)), [f"{v:g}" for v in cv], fontsize=7, rotation=90 if cols_axis == "n" else 0)
-            ax.set_yticks(range(len(rv)), [f"{v:g}" for v in rv], fontsize=7)
-            ax.set_xlabel(names[cols_axis])
-            ax.set_ylabel(names[rows_axis])
+            ax.set_xticks(range(len(cv)), [f"{v:g}" for v in cv], fontsize=8, rotation=90 if cols_axis == "n" else 0)
+            ax.set_yticks(range(len(rv)), [f"{v:g}" for v in rv], fontsize=8)
+            ax.set_xlabel(names[cols_axis], fontsize=9)
+            ax.set_ylabel(names[rows_axis], fontsize=9)
             ax.set_title(f"{who}: {names[rows_axis]} x {names[cols_axis]}", fontsize=9)
     fig.colorbar(image, ax=axes, shrink=0.6, label="mean log-objective difference (transformer - Lloyd)")
     fig.suptitle(f"gamma = {gamma:g}")

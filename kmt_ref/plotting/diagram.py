@@ -14,16 +14,33 @@ __all__ = ["plot_layer_diagram", "animate_layers", "offline_html"]
 
 #: matplotlib's player draws its buttons with Font Awesome, loaded from a CDN; these
 #: characters replace the icons so that the page loads nothing from the network.
-_BUTTONS = {"fa-minus": "&minus;", "fa-plus": "+", "fa-fast-backward": "&#x23EE;", "fa-step-backward": "&#x23F4;",
-            "fa-play fa-flip-horizontal": "&#x25C0;", "fa-pause": "&#x23F8;", "fa-play": "&#x25B6;",
-            "fa-step-forward": "&#x23F5;", "fa-fast-forward": "&#x23ED;"}
+#: The player's button icons as inline SVG paths (12 x 12): its icon font is a CDN stylesheet,
+#: and media-control characters are missing from common fonts (they would show as empty boxes).
+_BUTTONS = {
+    "fa-minus": ("slower", "M1 5h10v2H1z"),
+    "fa-plus": ("faster", "M1 5h10v2H1zM5 1h2v10H5z"),
+    "fa-fast-backward": ("first frame", "M0 1h2v10H0zM7 1L2 6l5 5zM12 1L7 6l5 5z"),
+    "fa-step-backward": ("previous frame", "M1 1h2v10H1zM11 1L4 6l7 5z"),
+    "fa-play fa-flip-horizontal": ("play backwards", "M10 1L2 6l8 5z"),
+    "fa-pause": ("pause", "M2 1h3v10H2zM7 1h3v10H7z"),
+    "fa-play": ("play", "M2 1l8 5-8 5z"),
+    "fa-step-forward": ("next frame", "M1 1l7 5-7 5zM9 1h2v10H9z"),
+    "fa-fast-forward": ("last frame", "M0 1l5 5-5 5zM5 1l5 5-5 5zM10 1h2v10h-2z"),
+}
+
+
+def _icon(name):
+    label, path = _BUTTONS[name]
+    return (f'<svg width="12" height="12" viewBox="0 0 12 12" role="img" aria-label="{label}">'
+            f'<path fill="currentColor" d="{path}"/></svg>')
+
 
 #: What each block reads, as drawn: (queries, keys and values, what it writes).
 _READS = {
-    "CAX": ("P_t", "Q_t", "the new assignment"),
-    "SAX": ("P_t", "P_t", "minus the old assignment"),
-    "CAC": ("Q_t", "P_t+1 (new)", "the new center"),
-    "SAC": ("Q_t", "Q_t", "minus the old center"),
+    "CAX": ("P_t", "Q_t", "the new\nassignment"),
+    "SAX": ("P_t", "P_t", "minus the old\nassignment"),
+    "CAC": ("Q_t", "P_t+1 (new)", "the new\ncenter"),
+    "SAC": ("Q_t", "Q_t", "minus the old\ncenter"),
 }
 
 
@@ -51,7 +68,8 @@ def plot_layer_diagram():
     -------
     matplotlib.figure.Figure
     """
-    fig = Figure(figsize=(11, 5.0))
+    # 9 inches wide with 8.5 pt text: at the book's column width (about 760 px) no letter is under 9 px.
+    fig = Figure(figsize=(9, 4.4))
     ax = fig.subplots()
     ax.set_xlim(0, 11)
     ax.set_ylim(-0.2, 5.0)
@@ -64,21 +82,21 @@ def plot_layer_diagram():
         _arrow(ax, (0.2, y), (10.8, y), lw=2.5)
         ax.text(0.2, y + 0.2, label_in, fontsize=10, ha="left")
         ax.text(10.8, y + 0.2, label_out, fontsize=10, ha="right")
-    boxes = {"CAX": (1.9, 2.9), "SAX": (4.3, 2.9), "CAC": (6.9, 1.9), "SAC": (9.1, 1.9)}
+    boxes = {"CAX": (1.9, 2.85), "SAX": (4.4, 2.85), "CAC": (6.75, 1.95), "SAC": (9.25, 1.95)}
     for name in BLOCK_NAMES:
         x, y = boxes[name]
         queries, keys, writes = _READS[name]
-        _box(ax, x, y, 2.0, 1.0, f"{name}\nqueries: {queries}\nkeys, values: {keys}\nadds: {writes}",
-             colors[name], fontsize=7)
-    reads = [((0.9, y_p), (1.4, 3.4)), ((0.6, y_q), (1.2, 2.4)),  # CAX: old P; old Q
-             ((3.6, y_p), (4.0, 3.4)),  # SAX: old P
-             ((6.2, y_p), (6.6, 2.4)),  # CAC: the NEW points (after the "+")
-             ((5.9, y_q), (6.3, 1.4)), ((8.4, y_q), (8.8, 1.4))]  # CAC, SAC: old Q
+        _box(ax, x, y, 2.3, 1.3, f"{name}\nqueries: {queries}\nkeys, values: {keys}\nadds: {writes}",
+             colors[name], fontsize=8.5)
+    reads = [((0.9, y_p), (1.3, 3.5)), ((0.6, y_q), (1.2, 2.2)),  # CAX: old P; old Q
+             ((3.6, y_p), (4.0, 3.5)),  # SAX: old P
+             ((6.2, y_p), (6.5, 2.6)),  # CAC: the NEW points (after the "+")
+             ((5.9, y_q), (6.2, 1.3)), ((8.4, y_q), (8.8, 1.3))]  # CAC, SAC: old Q
     for start, end in reads:
         _arrow(ax, start, end, color="0.45", ls="--")
     for name, (x, y) in boxes.items():
         target = plus["P" if name in ("CAX", "SAX") else "Q"]
-        start = (x + 0.6, y + 0.5) if name in ("CAX", "SAX") else (x + 0.6, y - 0.5)
+        start = (x + 0.6, y + 0.65) if name in ("CAX", "SAX") else (x + 0.6, y - 0.65)
         _arrow(ax, start, target, color="C3")
     for x, y in plus.values():
         ax.add_patch(Circle((x, y), 0.17, fc="white", ec="C3", lw=1.5, zorder=3))
@@ -137,7 +155,7 @@ def animate_layers(X, trajectory, names=None, interval=700):
 def offline_html(anim):
     """The animation as a self-contained HTML player (``to_jshtml`` without its CDN stylesheet)."""
     html = re.sub(r"<link[^>]*font-awesome[^>]*>", "", anim.to_jshtml())
-    html = re.sub(r'<i class="fa ([^"]+)"></i>', lambda m: _BUTTONS.get(m.group(1), "?"), html)
+    html = re.sub(r'<i class="fa ([^"]+)"></i>', lambda m: _icon(m.group(1)), html)
     if re.search(r"(src|href)=[\"']?(https?:)?//", html):
         raise RuntimeError("the animation's HTML still links to the network")
     return html

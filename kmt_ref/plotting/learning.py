@@ -135,11 +135,11 @@ def plot_training_panels(panels):
         ratio_ax.axhline(1.0, color="k", linewidth=0.8, linestyle=":")
         for ax, name in ((loss_ax, "training loss (window mean)"), (ratio_ax, "validation objective / Lloyd")):
             ax.set_yscale("log")
-            ax.set_title(title, fontsize=9)
+            ax.set_title(title, fontsize=10)
             ax.set_xlabel("training step")
-            ax.set_ylabel(name, fontsize=8)
+            ax.set_ylabel(name, fontsize=9)
             ax.grid(alpha=0.3)
-        ratio_ax.legend(fontsize=6, ncol=2)
+        ratio_ax.legend(fontsize=9, ncol=2)
     return fig
 
 

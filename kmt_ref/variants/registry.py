@@ -24,7 +24,7 @@ from .._validation import check_bool, check_callable, check_instance, check_int,
 
 __all__ = ["Variant", "VARIANTS", "register_variant", "EXACT_TOL"]
 
-#: Tolerance of an "exact" claim: the transformer and its twin agree to rounding.
+#: Tolerance of an "exact" claim (the transformer and its twin agree to rounding).
 EXACT_TOL = 1e-10
 
 
@@ -99,7 +99,7 @@ class Variant:
         return {} if self.parameter is None else {self.parameter: value}
 
     def build(self, d, k, value=None):
-        """The transformer for ``d, k`` at ``value`` (default: the first of :attr:`values`)."""
+        """The transformer for ``d, k`` at ``value`` (default: the first of ``values``)."""
         return self.transformer(d, k, **self._kwargs(self.values[0] if value is None else value))
 
     def allowed(self, X, value):

@@ -1,0 +1,304 @@
+"""Print the whole book to one PDF a reader can navigate, and check that PDF.
+
+Usage (after the strict HTML build and ``jupyter-book build book --builder
+singlehtml``, which reuses its executed pages; see .ci/book.sh)::
+
+    python .ci/print_book.py --singlehtml book/_build/singlehtml --html-dir book/_build/html \
+        --toc book/_toc.yml --config book/_config.yml --out book/_build/html/kmt_ref-book.pdf
+
+Route: Sphinx's single-page builder joins every page of the table of contents
+into one document. A print copy of it gets a title page, a contents page,
+print rules (A4, the page number at the foot of every page but the title page,
+every chapter from a new page) and its links rewritten: a link into the book
+becomes a link inside the PDF; a link that only means something on the web
+(a download, the search page, this PDF) loses its target. Chromium prints the
+copy twice with its document outline (bookmarks from the headings): the first
+print gives the page of every chapter, the second prints the contents with
+those pages. pypdf adds the metadata.
+
+Checks, each failing with what and where: the title page carries the title;
+the contents list every chapter of ``_toc.yml`` with the page its bookmark
+goes to, and that page starts with the chapter's title; a bookmark for every
+chapter and more bookmarks than chapters (sections); every page but the first
+carries its own number; Title, Author, Subject and Keywords are set; no
+link points to this machine (localhost, 127.0.0.1, file:), internal links
+exist and each goes to a page; no raw TeX is left in the text; the first page
+of the web book links to the PDF.
+"""
+
+import argparse
+import html
+import re
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from pypdf import PdfReader, PdfWriter
+
+sys.path.insert(0, str(Path(__file__).parent))
+from check_pages import RAW_TEX, chapters, chromium_binary, run_chromium  # noqa: E402
+
+#: Print rules added to the print copy (Chromium 131+ draws @page margin boxes).
+PRINT_CSS = """
+@page { size: A4; margin: 16mm 15mm 18mm 15mm;
+  @bottom-center { content: counter(page); font: 9pt sans-serif; color: #444; } }
+@page :first { @bottom-center { content: none; } }
+#kmt-title-page { break-after: page; text-align: center; padding-top: 28vh; }
+#kmt-title-page h1 { font-size: 2.4em; margin-bottom: 0.6em; }
+#kmt-title-page p { font-size: 1.1em; margin: 0.4em 0; }
+#kmt-contents { break-after: page; }
+#kmt-contents ol { list-style: none; padding-left: 0; }
+#kmt-contents li.part { font-weight: bold; margin-top: 0.8em; }
+#kmt-contents li.chapter { display: flex; padding-left: 1.2em; }
+#kmt-contents li.chapter a { flex: 1; }
+span[id^="document-"] + section { break-before: page; }
+/* The theme hides each page's first h1 in print (it prints the title apart): one document, keep them. */
+.bd-main .bd-content .bd-article h1:first-of-type { display: block !important; }
+#jb-print-docs-body, .headerlink, .prev-next-area, .bd-header-article, .bd-footer-article,
+.bd-footer-content, .bd-sidebar-secondary, #kmt-probe { display: none !important; }
+"""
+
+#: Where the contents pages go: from page 2, after the title page.
+FIRST_CONTENTS_PAGE = 2
+
+
+def normalize(text):
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", text)).replace("#", "").split())
+
+
+def chapter_titles(document, pages):
+    """``{page: (anchor, title)}`` of every chapter, from the single document."""
+    found = {}
+    for page in pages:
+        match = re.search(
+            rf'<span id="document-{re.escape(page)}"></span>\s*<section[^>]*id="([^"]+)"[^>]*>\s*<h\d[^>]*>(.*?)</h\d>',
+            document, re.S)
+        if match is None and page == pages[0]:  # the root page is not marked: its first section
+            match = re.search(r'<section[^>]*id="([^"]+)"[^>]*>\s*<h1[^>]*>(.*?)</h1>', document, re.S)
+        if match is not None:
+            found[page] = (match.group(1), normalize(match.group(2)))
+    return found
+
+
+def parts(toc):
+    """``[(caption, [page, ...]), ...]`` of ``_toc.yml``; the root page first, without a caption."""
+    text = Path(toc).read_text(encoding="utf-8")
+    root = re.search(r"^root:\s*(\S+)", text, re.M).group(1)
+    grouped = [("", [root])]
+    for line in text.splitlines():
+        caption = re.match(r"^\s*- caption:\s*(.+?)\s*$", line)
+        page = re.match(r"^\s*- file:\s*(\S+)", line)
+        if caption:
+            grouped.append((caption.group(1).strip("\"'"), []))
+        elif page:
+            grouped[-1][1].append(page.group(1))
+    return grouped
+
+
+def rewrite_links(document, root):
+    """Links into the book stay inside the document; web-only links lose their target."""
+    def anchor(match):
+        tag = match.group(0)
+        href = re.search(r'\shref="([^"]*)"', tag)
+        if href is None:
+            return tag
+        target = html.unescape(href.group(1))
+        if target.startswith(f"{root}.html#"):
+            return tag.replace(href.group(0), f' href="{html.escape(target[len(root) + 5:])}"')
+        if target.startswith(("#", "http://", "https://", "mailto:")):
+            return tag
+        return tag.replace(href.group(0), "")
+
+    return re.sub(r"<a\s[^>]*>", anchor, document)
+
+
+def contents_html(grouped, titles, page_of):
+    rows = []
+    for caption, pages in grouped:
+        if caption:
+            rows.append(f'<li class="part">{html.escape(caption)}</li>')
+        for page in pages:
+            anchor, title = titles[page]
+            number = page_of.get(page, "000")
+            rows.append(f'<li class="chapter"><a href="#{anchor}">{html.escape(title)}</a><span>{number}</span></li>')
+    return '<div id="kmt-contents"><h1>Contents</h1><ol>' + "".join(rows) + "</ol></div>"
+
+
+def print_copy(document, config, version, contents):
+    title = re.search(r'^title:\s*"?(.+?)"?\s*$', config, re.M).group(1)
+    author = re.search(r'^author:\s*"?(.+?)"?\s*$', config, re.M).group(1)
+    title_page = (f'<div id="kmt-title-page"><h1>{html.escape(title)}</h1>'
+                  f"<p>A readable NumPy reference, tutorial and workbook</p>"
+                  f"<p>{html.escape(author)}</p><p>kmt_ref {html.escape(version)}</p></div>")
+    document = re.sub(r"<title>.*?</title>", f"<title>{html.escape(title)}</title>", document, count=1, flags=re.S)
+    document = document.replace("</head>", f"<style>{PRINT_CSS}</style></head>", 1)
+    article = re.search(r'<article class="bd-article"[^>]*>', document)
+    if article is None:
+        sys.exit("print_book: no <article class=\"bd-article\"> in the single-page book")
+    return document[: article.end()] + title_page + contents + document[article.end():], title, author
+
+
+def outline(reader):
+    """``[(depth, title, page index), ...]`` of the PDF's bookmarks, in order."""
+    flat = []
+
+    def walk(items, depth):
+        for item in items:
+            if isinstance(item, list):
+                walk(item, depth + 1)
+            else:
+                flat.append((depth, normalize(item.title), reader.get_destination_page_number(item)))
+
+    walk(reader.outline, 0)
+    return flat
+
+
+def chapter_pages(flat, pages, titles):
+    """The page number (from 1) of each chapter: the next bookmark with its title, in order."""
+    found, at = {}, 0
+    for page in pages:
+        for i in range(at, len(flat)):
+            if flat[i][1] == titles[page][1]:
+                found[page], at = flat[i][2] + 1, i + 1
+                break
+    return found
+
+
+def chromium_print(binary, source, out):
+    run_chromium(binary, [f"--print-to-pdf={out}", "--no-pdf-header-footer", "--generate-pdf-document-outline"],
+                 source.as_uri(), timeout=900)
+    if not out.is_file():
+        sys.exit(f"print_book: Chromium wrote no PDF for {source}")
+    return PdfReader(out)
+
+
+def link_problems(reader):
+    problems, internal = [], 0
+    named = {str(name).lstrip("/") for name in reader.named_destinations}
+    for number, page in enumerate(reader.pages, start=1):
+        for annotation in page.get("/Annots") or []:
+            annotation = annotation.get_object()
+            if annotation.get("/Subtype") != "/Link":
+                continue
+            action = annotation.get("/A")
+            uri = action.get_object().get("/URI") if action is not None else None
+            if uri is None:
+                internal += 1
+                target = annotation.get("/Dest")
+                if target is None and action is not None:
+                    target = action.get_object().get("/D")
+                if target is None:
+                    problems.append(f"PDF page {number}: a link with neither a target nor an address")
+                elif isinstance(target, str) and target.lstrip("/") not in named:
+                    problems.append(f"PDF page {number}: a link to {target}, which is no destination of the PDF")
+                continue
+            parts_ = urlsplit(str(uri))
+            if parts_.scheme not in ("http", "https", "mailto") or parts_.hostname in ("localhost", "127.0.0.1"):
+                problems.append(f"PDF page {number}: a link to this machine or a local file: {uri}")
+    if internal == 0:
+        problems.append("PDF: no internal link (the contents and cross-references should be links)")
+    return problems, internal
+
+
+def check(reader, title, grouped, titles, page_of):
+    problems = []
+    texts = [page.extract_text() or "" for page in reader.pages]
+    if title not in " ".join(texts[0].split()):
+        problems.append(f"PDF: the title page does not show the title {title!r}")
+    pages = [page for _, group in grouped for page in group]
+    flat = outline(reader)
+    bookmarked = chapter_pages(flat, pages, titles)
+    for page in pages:
+        if page not in bookmarked:
+            problems.append(f"PDF: no bookmark for the chapter {page} ({titles[page][1]!r})")
+        elif page_of.get(page) != bookmarked[page]:
+            problems.append(f"PDF: the contents give {page} page {page_of.get(page)}, its bookmark page {bookmarked[page]}")
+        elif titles[page][1].split()[0] not in texts[bookmarked[page] - 1]:
+            problems.append(f"PDF: page {bookmarked[page]} does not show the chapter title {titles[page][1]!r}")
+    if len(flat) <= len(pages):
+        problems.append(f"PDF: {len(flat)} bookmarks for {len(pages)} chapters: the sections have none")
+    contents = " ".join(" ".join(texts[FIRST_CONTENTS_PAGE - 1: FIRST_CONTENTS_PAGE + 1]).split())
+    missing = [titles[p][1] for p in pages if titles[p][1] not in contents]
+    if missing:
+        problems.append(f"PDF: the contents pages do not list {missing}")
+    for number, text in enumerate(texts[1:], start=2):
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if str(number) not in (lines[:1] + lines[-1:]):  # the footer comes first or last in the text
+            problems.append(f"PDF page {number}: no page number in its footer (first and last lines {lines[:1] + lines[-1:]!r})")
+    for key in ("/Title", "/Author", "/Subject", "/Keywords"):
+        if not (reader.metadata or {}).get(key):
+            problems.append(f"PDF: no {key[1:]} in the metadata")
+    links, internal = link_problems(reader)
+    problems += links
+    body = "\n".join(texts)
+    for delim in RAW_TEX:
+        at = body.find(delim)
+        if at >= 0:
+            problems.append(f"PDF: raw TeX {delim!r} in the text: ...{body[max(0, at - 60): at + 60]!r}")
+    return problems, len(flat), internal
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--singlehtml", type=Path, required=True, help="the singlehtml build of the book")
+    parser.add_argument("--html-dir", type=Path, required=True, help="the web book, whose first page links the PDF")
+    parser.add_argument("--toc", type=Path, required=True)
+    parser.add_argument("--config", type=Path, required=True, help="_config.yml: the title and the author")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+
+    grouped = parts(args.toc)
+    pages = [page for _, group in grouped for page in group]
+    root = pages[0]
+    document = (args.singlehtml / f"{root}.html").read_text(encoding="utf-8")
+    titles = chapter_titles(document, pages)
+    missing = [page for page in pages if page not in titles]
+    if missing:
+        sys.exit(f"print_book: chapters not found in the single-page book: {missing}")
+    version = re.search(r'^__version__ = "(.+)"', Path("kmt_ref/__init__.py").read_text(encoding="utf-8"), re.M).group(1)
+    config = args.config.read_text(encoding="utf-8")
+    document = rewrite_links(document, root)
+    binary = chromium_binary()
+
+    copy = args.singlehtml / "kmt-print.html"
+    with tempfile.TemporaryDirectory(prefix="kmt-print-") as tmp:
+        try:
+            page_of = {}
+            for attempt in ("pages", "contents"):
+                text, title, author = print_copy(document, config, version, contents_html(grouped, titles, page_of))
+                copy.write_text(text, encoding="utf-8")
+                reader = chromium_print(binary, copy, Path(tmp) / f"{attempt}.pdf")
+                found = chapter_pages(outline(reader), pages, titles)
+                if attempt == "contents" and found != page_of:
+                    sys.exit("print_book: the contents with page numbers moved the chapters")
+                page_of = found
+        finally:
+            copy.unlink(missing_ok=True)
+        writer = PdfWriter(clone_from=reader)
+        writer.add_metadata({
+            "/Title": title,
+            "/Author": author,
+            "/Subject": "Transformers with explicit weights that run Lloyd's k-means and its variants; "
+                        "a reproduction of Clarkson, Horesh, Ito, Park and Ram, ICML 2026 (arXiv:2506.19125)",
+            "/Keywords": "k-means, transformers, attention, clustering, Lloyd's algorithm",
+            "/Creator": "kmt_ref .ci/print_book.py (Chromium)",
+        })
+        with open(args.out, "wb") as handle:
+            writer.write(handle)
+
+    reader = PdfReader(args.out)
+    problems, bookmarks, internal = check(reader, title, grouped, titles, page_of)
+    linked = (args.html_dir / "index.html").read_text(encoding="utf-8") + (args.html_dir / f"{root}.html").read_text(encoding="utf-8")
+    if f'href="{args.out.name}"' not in linked:
+        problems.append(f"PDF: the first page of the web book does not link to {args.out.name}")
+    if problems:
+        print("PDF check FAILED:", *problems, sep="\n  ")
+        return 1
+    print(f"PDF: {args.out}, {len(reader.pages)} pages, {bookmarks} bookmarks, {internal} internal links; "
+          f"title page, contents with page numbers, page numbers and metadata checked")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
