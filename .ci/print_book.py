@@ -28,6 +28,7 @@ of the web book links to the PDF.
 
 import argparse
 import html
+import logging
 import re
 import sys
 import tempfile
@@ -35,6 +36,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from pypdf import PdfReader, PdfWriter
+from pypdf.generic import NameObject, TextStringObject
 
 sys.path.insert(0, str(Path(__file__).parent))
 from check_pages import RAW_TEX, chapters, chromium_binary, run_chromium  # noqa: E402
@@ -65,6 +67,57 @@ FIRST_CONTENTS_PAGE = 2
 
 def normalize(text):
     return " ".join(html.unescape(re.sub(r"<[^>]+>", "", text)).replace("#", "").split())
+
+
+MATH = re.compile(r"\\\((.*?)\\\)")
+#: The TeX of the book's headings, as text (a bookmark is plain text).
+TEX_TEXT = {r"\gamma": "γ", r"\infty": "∞", r"\tau": "τ", r"\beta": "β", r"\alpha": "α", r"\Delta": "Δ"}
+
+
+def key(title):
+    """A title without its spaces and formulas: Chromium's bookmarks lose the space where a
+    heading wraps, and the formulas (typeset by MathJax) altogether."""
+    return "".join(MATH.sub("", title).split())
+
+
+def same_title(bookmark, title):
+    # A bookmark may also repeat its title (a heading that wraps inside a link).
+    return key(bookmark) in (key(title), key(title) * 2)
+
+
+def plain(title):
+    """A heading as plain text: ``Verification at \\(\\gamma = \\infty\\)`` -> ``Verification at γ = ∞``."""
+    def text(match):
+        tex = match.group(1)
+        for macro, symbol in TEX_TEXT.items():
+            tex = tex.replace(macro, symbol)
+        return tex.replace("{", "").replace("}", "").replace("\\", "")
+    return MATH.sub(text, title)
+
+
+def headings(document):
+    """The text of every heading of ``document``, in order, formulas in TeX."""
+    return [normalize(text) for _, text in re.findall(r"<h([1-6])[^>]*>(.*?)</h\1>", document, re.S)]
+
+
+def retitle_bookmarks(writer, titles):
+    """Give every bookmark the text of its heading (``titles``, in document order), spaces included."""
+    at = 0
+
+    def walk(item):
+        nonlocal at
+        while item is not None:
+            item = item.get_object()
+            for i in range(at, len(titles)):
+                if same_title(str(item["/Title"]), titles[i]):
+                    item[NameObject("/Title")] = TextStringObject(plain(titles[i]))
+                    at = i + 1
+                    break
+            if "/First" in item:
+                walk(item["/First"])
+            item = item.get("/Next")
+
+    walk(writer.root_object["/Outlines"].get_object().get("/First"))
 
 
 def chapter_titles(document, pages):
@@ -159,7 +212,7 @@ def chapter_pages(flat, pages, titles):
     found, at = {}, 0
     for page in pages:
         for i in range(at, len(flat)):
-            if flat[i][1] == titles[page][1]:
+            if same_title(flat[i][1], titles[page][1]):
                 found[page], at = flat[i][2] + 1, i + 1
                 break
     return found
@@ -167,7 +220,7 @@ def chapter_pages(flat, pages, titles):
 
 def chromium_print(binary, source, out):
     run_chromium(binary, [f"--print-to-pdf={out}", "--no-pdf-header-footer", "--generate-pdf-document-outline"],
-                 source.as_uri(), timeout=900)
+                 source.resolve().as_uri(), timeout=900)
     if not out.is_file():
         sys.exit(f"print_book: Chromium wrote no PDF for {source}")
     return PdfReader(out)
@@ -201,7 +254,7 @@ def link_problems(reader):
     return problems, internal
 
 
-def check(reader, title, grouped, titles, page_of):
+def check(reader, title, grouped, titles, page_of, all_headings):
     problems = []
     texts = [page.extract_text() or "" for page in reader.pages]
     if title not in " ".join(texts[0].split()):
@@ -216,6 +269,9 @@ def check(reader, title, grouped, titles, page_of):
             problems.append(f"PDF: the contents give {page} page {page_of.get(page)}, its bookmark page {bookmarked[page]}")
         elif titles[page][1].split()[0] not in texts[bookmarked[page] - 1]:
             problems.append(f"PDF: page {bookmarked[page]} does not show the chapter title {titles[page][1]!r}")
+    garbled = [t for _, t, _ in flat if t not in {plain(h) for h in all_headings}]
+    if garbled:
+        problems.append(f"PDF: {len(garbled)} bookmarks do not read as their heading, e.g. {garbled[:3]}")
     if len(flat) <= len(pages):
         problems.append(f"PDF: {len(flat)} bookmarks for {len(pages)} chapters: the sections have none")
     contents = " ".join(" ".join(texts[FIRST_CONTENTS_PAGE - 1: FIRST_CONTENTS_PAGE + 1]).split())
@@ -247,6 +303,7 @@ def main(argv=None):
     parser.add_argument("--config", type=Path, required=True, help="_config.yml: the title and the author")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # Chromium's PDFs draw harmless trailer warnings
 
     grouped = parts(args.toc)
     pages = [page for _, group in grouped for page in group]
@@ -276,6 +333,7 @@ def main(argv=None):
         finally:
             copy.unlink(missing_ok=True)
         writer = PdfWriter(clone_from=reader)
+        retitle_bookmarks(writer, headings(text))
         writer.add_metadata({
             "/Title": title,
             "/Author": author,
@@ -288,7 +346,7 @@ def main(argv=None):
             writer.write(handle)
 
     reader = PdfReader(args.out)
-    problems, bookmarks, internal = check(reader, title, grouped, titles, page_of)
+    problems, bookmarks, internal = check(reader, title, grouped, titles, page_of, headings(text))
     linked = (args.html_dir / "index.html").read_text(encoding="utf-8") + (args.html_dir / f"{root}.html").read_text(encoding="utf-8")
     if f'href="{args.out.name}"' not in linked:
         problems.append(f"PDF: the first page of the web book does not link to {args.out.name}")

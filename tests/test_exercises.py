@@ -372,13 +372,25 @@ def test_init_copies_a_workbook_that_the_checker_accepts(tmp_path, capsys):
     assert "not empty" in capsys.readouterr().err
 
 
-def test_every_subpackage_is_listed_for_the_wheel():
+#: Suffixes of the files the wheel ships (pyproject's package-data; data/real/ ships whole).
+SHIPPED = {".py", ".json", ".npz", ".npy", ".csv", ".sh"}
+
+
+def test_every_importable_folder_is_listed_for_the_wheel():
+    """Code packages and the data folders Python could import: setuptools warns about any not listed.
+
+    A folder counts when it holds a file the wheel ships (code or data, as
+    ``package-data`` selects them): training logs stay out of the wheel.
+    """
     tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 
     root = Path(__file__).resolve().parent.parent
     listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "kmt_ref").rglob("__init__.py")}
-    assert found | {"kmt_ref.exercises.workbook"} == listed
+    found = {".".join(p.relative_to(root).parts) for p in [root / "kmt_ref", *(root / "kmt_ref").rglob("*")]
+             if p.is_dir() and all(part.isidentifier() for part in p.relative_to(root).parts)
+             and p.name != "__pycache__" and any(f.suffix in SHIPPED or p.name == "real" for f in p.iterdir())}
+    workbook = {"kmt_ref.exercises.workbook", "kmt_ref.exercises.workbook.solutions"}  # exercises/, mapped
+    assert found | workbook == listed
 
 
 HOSTILE = {

@@ -272,6 +272,10 @@ def train_command(argv=()):
         saved = "progress saved in" if os.path.exists(path) else "nothing saved yet for"
         print(f"\ninterrupted: {saved} {path}; rerun the same command to resume", file=sys.stderr)
         return 130
-    print(json.dumps(dict(checkpoint=path, step=r.step, finished=r.finished,
+    if not os.path.exists(path):  # nothing written: the package's committed run is finished
+        path = experiments.checkpoint_path(scale, args.tokens, args.seed, experiments.RESULTS_DIR, **overrides)
+        print(f"nothing to train: this run is committed with the package, finished after {r.step} steps "
+              f"({path}); another --seed trains a model of your own", file=sys.stderr)
+    print(json.dumps(dict(checkpoint=path, step=r.step, finished=r.finished, trained=path.startswith(results_dir),
                           val_ratio=float(r.history["val_ratio"][-1]))))
     return 0

@@ -18,7 +18,8 @@ layers), each task records
 
 ``python -m kmt_ref reproduce sweep`` runs the default grid (about a minute)
 and writes ``<output dir>/sweep/sweep.json`` (default ``./kmt_ref_results``);
-the book reads the committed ``kmt_ref/results/sweep/sweep.json``.
+the book reads the committed ``kmt_ref/results/sweep/sweep.json``, which
+``reproduce sweep --report`` summarizes (:func:`summarize`).
 """
 
 import argparse
@@ -36,7 +37,7 @@ from ..lloyd_transformer import lloyd_transformer
 from ..tasks import gaussian_mixture
 from ._results import check_output_dir, output_dir
 
-__all__ = ["GRID", "QUICK_GRID", "run_sweep", "load_sweep", "reproduce", "DEFAULT_PATH"]
+__all__ = ["GRID", "QUICK_GRID", "run_sweep", "load_sweep", "first_good", "summarize", "reproduce", "DEFAULT_PATH"]
 
 #: The default grid (runs in about a minute on one core).
 GRID = {
@@ -127,15 +128,60 @@ def load_sweep(path=DEFAULT_PATH):
         return json.load(f)
 
 
+def first_good(gaps, gammas, tol):
+    """The smallest grid gamma from which the measured gap stays ``<= tol`` (``inf`` if none)."""
+    below = np.asarray(gaps) <= tol
+    return next((float(g) for i, g in enumerate(gammas) if below[i:].all()), float("inf"))
+
+
+def summarize(result, paper_gamma=1e4):
+    """What the book reports of a sweep: how tight the certificate is, and how often ``paper_gamma`` suffices.
+
+    Returns a dict: ``tasks``, ``gammas`` (counts), ``tol``, ``certified`` (tasks with a finite
+    certified gamma), ``ratio_median`` / ``ratio_min`` / ``ratio_max`` of the certified gamma over
+    the measured threshold (:func:`first_good`), and ``paper_gamma_ok``, the fraction of tasks
+    whose measured gap at the grid gamma nearest ``paper_gamma`` is ``<= tol``.
+    """
+    grid, tasks = result["grid"], result["tasks"]
+    gammas, tol = np.asarray(grid["gammas"], dtype=float), float(grid["tol"])
+    ratio = np.array([t["certified_gamma"] / first_good(t["gap"], gammas, tol) for t in tasks
+                      if np.isfinite(t["certified_gamma"])])
+    nearest = int(np.argmin(np.abs(np.log(gammas / paper_gamma))))
+    return {
+        "tasks": len(tasks), "gammas": len(gammas), "tol": tol, "certified": int(ratio.size),
+        "ratio_median": float(np.median(ratio)), "ratio_min": float(ratio.min()), "ratio_max": float(ratio.max()),
+        "paper_gamma": paper_gamma, "paper_gamma_ok": float(np.mean([t["gap"][nearest] <= tol for t in tasks])),
+    }
+
+
+def report_text(summary):
+    return (f"sweep: {summary['tasks']} tasks x {summary['gammas']} gammas, tolerance {summary['tol']:g}\n"
+            f"certified on {summary['certified']} of {summary['tasks']} tasks; certified gamma / measured "
+            f"threshold: median {summary['ratio_median']:.2g}, range {summary['ratio_min']:.2g} .. "
+            f"{summary['ratio_max']:.2g}\n"
+            f"gamma = {summary['paper_gamma']:g} gives a gap <= {summary['tol']:g} on "
+            f"{summary['paper_gamma_ok']:.0%} of the tasks")
+
+
 def reproduce(argv=()):
-    """``python -m kmt_ref reproduce sweep [--quick] [--out PATH] [--figure PNG]``."""
+    """``python -m kmt_ref reproduce sweep [--quick] [--out PATH] [--figure PNG] [--report [--json]]``."""
     parser = argparse.ArgumentParser(prog="python -m kmt_ref reproduce sweep",
                                      description=__doc__.split("\n")[0])
+    parser.add_argument("--report", action="store_true", help="summarize the committed sweep, run nothing")
+    parser.add_argument("--json", action="store_true", help="with --report: print JSON")
     parser.add_argument("--quick", action="store_true", help="tiny grid (seconds)")
     parser.add_argument("--out", default=None,
                         help="JSON output (default ./kmt_ref_results/sweep/sweep.json; never the committed file)")
     parser.add_argument("--figure", default=None, help="also save the heatmaps to this image file")
     args = parser.parse_args(list(argv))
+    if args.json and not args.report:
+        parser.error("--json goes with --report")
+    if args.report:
+        if args.quick or args.out or args.figure:
+            parser.error("--report reads the committed sweep: it takes no --quick, --out or --figure")
+        summary = summarize(load_sweep())
+        print(json.dumps(summary, indent=1) if args.json else report_text(summary))
+        return 0
     try:
         out = Path(check_output_dir(args.out or Path(output_dir()) / "sweep" / "sweep.json", "--out"))
     except ValueError as err:
