@@ -208,8 +208,10 @@ def outline(reader):
 
 
 def chapter_pages(flat, pages, titles):
-    """The page number (from 1) of each chapter: the next bookmark with its title, in order."""
-    found, at = {}, 0
+    """The page number (from 1) of each chapter: the next bookmark with its title, in order,
+    after the front matter (the title page repeats the first chapter's title)."""
+    front = [i for i, (_, title, _) in enumerate(flat) if title == "Contents"]
+    found, at = {}, front[0] + 1 if front else 0
     for page in pages:
         for i in range(at, len(flat)):
             if same_title(flat[i][1], titles[page][1]):

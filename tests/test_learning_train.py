@@ -307,3 +307,28 @@ def test_the_eta_follows_the_recent_steps(monkeypatch):
     for step in (100, 200, 300, 400):
         text = bar.line(step, 1.0, 1.0, 0.01)
     assert "0.010 s/step" in text and "ETA 0m06s" in text  # 600 steps left at the recent pace
+
+
+def test_a_finished_checkpoint_keeps_no_optimizer_moments_and_still_loads(tmp_path):
+    path = str(tmp_path / "run.npz")
+    train(CONFIG, checkpoint=path, progress=False, stop_at=10)
+    assert "adam_m" in load_checkpoint(path)[0]  # an unfinished run keeps them, to resume bit for bit
+    done = train(CONFIG, checkpoint=path, resume=True, progress=False)
+    arrays, meta = load_checkpoint(path)
+    assert "adam_m" not in arrays and "adam_v" not in arrays and meta["step"] == CONFIG.n_steps
+    again = train(CONFIG, checkpoint=path, resume=True, progress=False)  # finished: nothing to do
+    assert again.finished and np.array_equal(again.theta, done.theta)
+
+
+def test_an_unfinished_checkpoint_without_moments_is_refused(tmp_path):
+    path = str(tmp_path / "run.npz")
+    train(CONFIG, checkpoint=path, progress=False, stop_at=10)
+    arrays, meta = load_checkpoint(path)
+    from kmt_ref.learning.checkpoint import save_checkpoint
+
+    stripped = str(tmp_path / "stripped.npz")
+    save_checkpoint(stripped, {k: v for k, v in arrays.items() if not k.startswith("adam")}, meta)
+    with pytest.raises(ValueError, match="no optimizer moments but is not finished"):
+        train(CONFIG, checkpoint=stripped, resume=True, progress=False)
+    with pytest.raises(ValueError, match="missing"):  # one moment without the other is no checkpoint
+        save_checkpoint(str(tmp_path / "half.npz"), {k: v for k, v in arrays.items() if k != "adam_v"}, meta)

@@ -3,13 +3,14 @@
 A checkpoint holds everything a run needs to continue bit for bit: the
 parameters, Adam's moments and step count, the plateau schedule, the
 learning rate, the step, the training generator's state, the history so far
-and the configuration (as JSON). It is first written to a temporary file and
+and the configuration (as JSON). A finished run continues nowhere, so its
+checkpoint leaves out Adam's moments (``OPTIMIZER_ARRAYS``, two thirds of the
+parameter-sized arrays): the committed models and the wheel stay small. It is first written to a temporary file and
 then renamed, so a run killed while saving leaves the previous checkpoint
 intact. A SHA-256 checksum of the metadata and the arrays is stored with them:
 a truncated, corrupted or hand-edited file is refused with a ``ValueError``
-that names it. Only the checkpoints committed before checksums existed load
-without one, recognized by their content (``LEGACY_CHECKSUMS``): deleting
-the checksum of an edited file does not make it load. Headers are read before
+that names it, and so is a file without a checksum (deleting the checksum of
+an edited file does not make it load). Headers are read before
 any array is, so a file that claims a huge array is refused unread.
 """
 
@@ -27,28 +28,26 @@ __all__ = ["save_checkpoint", "load_checkpoint", "check_checkpoint_dir", "check_
            "stale_partial_save"]
 
 ARRAYS = ("theta", "adam_m", "adam_v", "train_loss", "val_step", "val_ratio", "val_objective", "val_lr")
-
-#: SHA-256 (as :func:`_checksum` computes it) of the checkpoints committed before checksums were
-#: written: the only checkpoints that may load without a stored checksum.
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "legacy_checksums.json")) as _f:
-    LEGACY_CHECKSUMS = frozenset(json.load(_f))
+#: The arrays only an unfinished run needs: both or neither are in a checkpoint.
+OPTIMIZER_ARRAYS = ("adam_m", "adam_v")
 
 
 def save_checkpoint(path, arrays, meta):
-    """Write ``arrays`` (names in ``ARRAYS``) and the JSON-able ``meta`` dict to ``path``.
+    """Write ``arrays`` (names in ``ARRAYS``; ``OPTIMIZER_ARRAYS`` both or neither) and the JSON-able
+    ``meta`` dict to ``path``.
 
     The temporary file beside ``path`` is created exclusively and never
     through a symbolic link; a failed write (a full disk) removes it, so the
     previous checkpoint stays the one a run resumes. Nothing is written inside
     the committed results, links followed.
     """
-    missing = [a for a in ARRAYS if a not in arrays]
+    missing = _missing(arrays)
     if missing:
         raise ValueError(f"checkpoint arrays missing {missing}")
     path = check_not_committed(path, "checkpoint")
     tmp = f"{path}.tmp.npz"
     meta_text = json.dumps(meta)
-    data = {a: np.asarray(arrays[a]) for a in ARRAYS}
+    data = {a: np.asarray(arrays[a]) for a in ARRAYS if a in arrays}
     handle = _create_exclusively(tmp)
     try:
         with os.fdopen(handle, "wb") as f:
@@ -111,9 +110,15 @@ def check_writable(path):
                          "choose another --results-dir") from None
 
 
+def _missing(names):
+    """The arrays a checkpoint lacks: any of ``ARRAYS``, except the optimizer's when both are absent."""
+    missing = [a for a in ARRAYS if a not in names]
+    return [] if sorted(missing) == sorted(OPTIMIZER_ARRAYS) else missing
+
+
 def _checksum(meta_text, arrays):
     digest = hashlib.sha256(meta_text.encode())
-    for name in ARRAYS:
+    for name in (a for a in ARRAYS if a in arrays):
         a = np.ascontiguousarray(arrays[name])
         digest.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
         digest.update(a.tobytes())
@@ -152,10 +157,10 @@ def load_checkpoint(path):
     _check_archive(path, advice)
     try:
         with np.load(path, allow_pickle=False) as f:
-            missing = [a for a in ARRAYS + ("meta",) if a not in f.files]
+            missing = _missing(f.files) + ([] if "meta" in f.files else ["meta"])
             if missing:
                 raise ValueError(f"path={path!r} is not a training checkpoint (missing {missing}); {advice}")
-            arrays = {a: f[a] for a in ARRAYS}
+            arrays = {a: f[a] for a in ARRAYS if a in f.files}
             meta_text = str(f["meta"])
             stored = str(f["checksum"]) if "checksum" in f.files else None
         meta = json.loads(meta_text)
@@ -166,10 +171,9 @@ def load_checkpoint(path):
                          f"kind of file: {type(err).__name__}: {err}); {advice}") from None
     _check_meta(path, meta, advice)
     digest = _checksum(meta_text, arrays)
-    if stored is None and digest not in LEGACY_CHECKSUMS:
-        raise ValueError(f"path={path!r} has no checksum: only the checkpoints committed before checksums existed "
-                         f"may lack one, and this is not one of them (its content differs); {advice}")
-    if stored is not None and stored != digest:
+    if stored is None:
+        raise ValueError(f"path={path!r} has no checksum: every checkpoint is written with one; {advice}")
+    if stored != digest:
         raise ValueError(f"path={path!r} fails its checksum: the file was changed after it was written; {advice}")
     return arrays, meta
 

@@ -237,14 +237,19 @@ def _fresh_state(config):
 
 
 def _snapshot(state, config):
-    """Arrays and metadata of a consistent state (copies: later steps cannot change it)."""
+    """Arrays and metadata of a consistent state (copies: later steps cannot change it).
+
+    A finished run keeps no optimizer moments: nothing continues from it.
+    """
     h = state["history"]
     arrays = dict(
-        theta=state["theta"], adam_m=state["adam"].m, adam_v=state["adam"].v,
+        theta=state["theta"],
         train_loss=np.array(h["train_loss"]), val_step=np.array(h["val_step"], dtype=int),
         val_ratio=np.array(h["val_ratio"]), val_objective=np.array(h["val_objective"]),
         val_lr=np.array(h["val_lr"]),
     )
+    if state["step"] < config.n_steps:
+        arrays.update(adam_m=state["adam"].m, adam_v=state["adam"].v)
     meta = dict(
         format="kmt_ref.learning.checkpoint/1", config=config.to_dict(), step=state["step"],
         adam_t=state["adam"].t, lr=state["lr"], plateau_best=state["plateau"].best,
@@ -274,9 +279,15 @@ def _restore(path, config):
     if len(history["train_loss"]) != meta["step"] or any(len(history[k]) != n_val for k in history
                                                           if k.startswith("val")):
         raise ValueError(f"checkpoint {path!r} is inconsistent (history length vs step)")
+    if "adam_m" in arrays:
+        adam = AdamState(arrays["adam_m"].copy(), arrays["adam_v"].copy(), meta["adam_t"])
+    elif meta["step"] == config.n_steps:  # finished: no step is left to take, the moments are never read
+        adam = AdamState(np.zeros_like(arrays["theta"]), np.zeros_like(arrays["theta"]), meta["adam_t"])
+    else:
+        raise ValueError(f"checkpoint {path!r} has no optimizer moments but is not finished "
+                         f"(step {meta['step']} of {config.n_steps}): it cannot be resumed")
     return dict(
-        theta=arrays["theta"].copy(), adam=AdamState(arrays["adam_m"].copy(), arrays["adam_v"].copy(),
-                                                     meta["adam_t"]),
+        theta=arrays["theta"].copy(), adam=adam,
         plateau=PlateauState(meta["plateau_best"], meta["plateau_bad"]), lr=meta["lr"],
         step=meta["step"], rng=rng, wall_time=meta["wall_time"], history=history,
     )
