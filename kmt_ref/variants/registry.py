@@ -103,8 +103,14 @@ class Variant:
         return self.transformer(d, k, **self._kwargs(self.values[0] if value is None else value))
 
     def allowed(self, X, value):
-        """The deviation allowed on data ``X`` at ``value``."""
-        return EXACT_TOL if self.tolerance is None else float(self.tolerance(X, value))
+        """The deviation allowed on data ``X`` at ``value``.
+
+        An exact variant is allowed rounding: ``EXACT_TOL`` relative to the data's largest
+        coordinate (at least 1), since far from the origin one unit in the last place is larger.
+        """
+        if self.tolerance is None:
+            return EXACT_TOL * max(1.0, float(np.max(np.abs(X))))
+        return float(self.tolerance(X, value))
 
     def problem(self, X, init):
         """The data and initial centers the variant runs on (centred when it needs an origin)."""
