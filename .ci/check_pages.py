@@ -24,7 +24,8 @@ the DOM. Checks, each failing with a message that says what and where:
    (the browser's Resource Timing entries, failed requests included); an
    element of the content column wider than the column, or a scrolling box
    (code output, table, display math) whose content is wider than the box, so
-   that part of it hides behind a horizontal scrollbar, or a word or number
+   that part of it hides behind a horizontal scrollbar, or a box that hides
+   its overflow with content wider than itself (cut off), or a word or number
    of a table cell broken across two lines. Screenshots of every
    page are saved to the artifacts folder.
 The PDF is printed and checked by .ci/print_book.py.
@@ -240,6 +241,7 @@ def browser_check(binary, base_url, html_dir, artifacts, page, needs_math):
         found = json.loads(html.unescape(probe.group(1)))
         problems += [f"{page}: wider than the content column at {WIDTH} px: {w}" for w in found["wide"]]
         problems += [f"{page}: hidden behind a horizontal scrollbar at {WIDTH} px: {h}" for h in found["hidden"]]
+        problems += [f"{page}: cut off by a box that hides its overflow at {WIDTH} px: {c}" for c in found["cut"]]
         problems += [f"{page}: a word or number of a table cell broken across lines at {WIDTH} px: {b}"
                      for b in found["broken"]]
         problems += [f"{page}: request leaves 127.0.0.1: {r}" for r in found["requests"]

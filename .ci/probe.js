@@ -27,7 +27,7 @@ var SLACK = 2;  // pixels of overflow that are rounding, not hidden content
   }
   function measure() {
     var column = document.querySelector("article.bd-article") || document.body;
-    var right = column.getBoundingClientRect().right, wide = [], hidden = [], seen = new Set();
+    var right = column.getBoundingClientRect().right, wide = [], hidden = [], cut = [], seen = new Set();
     column.querySelectorAll("*").forEach(function (el) {
       var style = getComputedStyle(el);
       if (style.display === "none" || style.visibility === "hidden" || el.closest("details:not([open])")) return;
@@ -36,6 +36,10 @@ var SLACK = 2;  // pixels of overflow that are rounding, not hidden content
       var scrolls = /(auto|scroll)/.test(style.overflowX);
       if (scrolls && el.scrollWidth > el.clientWidth + SLACK) {
         hidden.push(describe(el) + " [" + el.scrollWidth + " > " + el.clientWidth + " px]");
+      }
+      // A box that hides its overflow cuts off whatever is wider than it: no scrollbar shows the rest.
+      if (/(hidden|clip)/.test(style.overflowX) && el.scrollWidth > el.clientWidth + SLACK) {
+        cut.push(describe(el) + " [" + el.scrollWidth + " > " + el.clientWidth + " px]");
       }
       var clipped = false;
       for (var p = el.parentElement; p && p !== column; p = p.parentElement) {
@@ -68,7 +72,7 @@ var SLACK = 2;  // pixels of overflow that are rounding, not hidden content
     var out = document.createElement("pre");
     out.id = "kmt-probe";
     out.style.display = "none";
-    out.textContent = JSON.stringify({wide: wide, hidden: hidden, broken: broken, requests: requests});
+    out.textContent = JSON.stringify({wide: wide, hidden: hidden, cut: cut, broken: broken, requests: requests});
     document.body.appendChild(out);
   }
   window.addEventListener("load", function () {

@@ -194,14 +194,17 @@ class KMeansTransformer:
 
     @property
     def d(self):
+        """Dimension of the data, the width of the layout's ``x`` block."""
         return self.layout.d
 
     @property
     def k(self):
+        """Number of centers, the width of the layout's ``y`` block."""
         return self.layout.k
 
     @property
     def weights(self):
+        """Read-only ``{block: {"Wq", "Wk", "Wv": (D, D) array}}``, and ``"FFN"``, ``"NORM"`` for a model with them."""
         out = {}
         for bname, block in self.blocks.items():
             mats = {}

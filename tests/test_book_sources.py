@@ -170,3 +170,22 @@ def test_source_listings_cut_every_docstring_to_its_plain_first_line():
         """See A.g."""
         return 1
 '''
+
+
+def test_every_entry_of_the_api_reference_has_a_docstring():
+    """A public function, class, method or property without one would be an empty entry."""
+    import inspect
+
+    empty = []
+    for module, excluded in api_modules().items():
+        mod = importlib.import_module(module)
+        for name in sorted(set(mod.__all__) - excluded):
+            obj = getattr(mod, name)
+            if callable(obj) and not inspect.getdoc(obj):
+                empty.append(f"{module}.{name}")
+            if inspect.isclass(obj):
+                for attr, value in vars(obj).items():
+                    function = value.fget if isinstance(value, property) else value
+                    if not attr.startswith("_") and callable(function) and not (function.__doc__ or "").strip():
+                        empty.append(f"{module}.{name}.{attr}")
+    assert not empty, f"public definitions without a docstring: {empty}"

@@ -108,6 +108,7 @@ class ModelConfig:
 
     @property
     def layout(self):
+        """The :class:`~kmt_ref.tokens.TokenLayout` of ``tokens`` at ``d`` and ``k``."""
         return TokenLayout(self.d, self.k, TOKENS[self.tokens])
 
     @property
@@ -122,6 +123,7 @@ class ModelConfig:
 
     @property
     def n_params(self):
+        """Length of the flat parameter vector ``theta``."""
         return len(BLOCK_NAMES) * sum(int(np.prod(s)) for s in _shapes(self).values())
 
 

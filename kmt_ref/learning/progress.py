@@ -40,6 +40,7 @@ class Progress:
         self.times = collections.deque([(start, time.perf_counter())])
 
     def line(self, step, loss, val_ratio, lr):
+        """The progress line at ``step``: bar, loss, validation ratio, learning rate, speed and ETA."""
         if step > self.times[-1][0]:
             self.times.append((step, time.perf_counter()))
         while len(self.times) > 2 and self.times[1][0] <= step - self.window:
@@ -56,6 +57,7 @@ class Progress:
         )
 
     def update(self, step, loss, val_ratio, lr, validated=False):
+        """Redraw the line (a terminal), or print it at each validation and at the end (a log)."""
         if self.tty:
             self.stream.write("\r" + self.line(step, loss, val_ratio, lr) + " ")
         elif validated or step == self.total:
@@ -63,6 +65,7 @@ class Progress:
         self.stream.flush()
 
     def close(self):
+        """End the line on a terminal."""
         if self.tty:
             self.stream.write("\n")
             self.stream.flush()

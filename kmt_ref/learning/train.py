@@ -153,15 +153,18 @@ class TrainConfig:
 
     @property
     def model(self):
+        """The :class:`~kmt_ref.learning.model.ModelConfig` this run trains."""
         return ModelConfig(self.d, self.k, self.tokens, self.tied)
 
     def task_kwargs(self):
+        """The keyword arguments of :func:`~kmt_ref.tasks.sample_tasks` that draw this run's tasks."""
         return dict(
             n=self.n, d=self.d, k=self.k, family=self.family, scale=self.scale,
             equal_weights=self.equal_weights, isotropic=self.isotropic,
         )
 
     def to_dict(self):
+        """The configuration as a JSON-able dict (stored in checkpoints; :meth:`from_dict` reads it)."""
         return dataclasses.asdict(self)
 
     @classmethod
