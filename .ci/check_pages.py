@@ -13,8 +13,9 @@ the DOM. Checks, each failing with a message that says what and where:
    from an absolute http(s) or protocol-relative URL, and no CSS file in
    ``_static`` imports one. (Plain links, ``<a href>``, are allowed.)
 2. Figures: every code cell whose last line calls a plotting function
-   (``plot_*``, ``*heatmaps``, ...) has an image in its output. (A page that
-   switched matplotlib to a non-inline backend once lost every later figure.)
+   (``plot_*``, ``*heatmaps``, ...) has an image in its output (a page that
+   switched matplotlib to a non-inline backend once lost every later figure),
+   and every image a cell shows has a numbered caption.
 3. Browser: EVERY page of the book is opened in headless Chromium at 1280 px
    with every host but 127.0.0.1 unresolvable, so a CDN could not rescue it.
    It fails on: raw TeX delimiters (``$$``, ``\\(``, ``\\[``) outside code, or
@@ -146,7 +147,8 @@ def _strip_tags(html):
 
 
 def figure_check(html_dir):
-    """Problems: code cells that end in a plotting call but show no image."""
+    """Problems: code cells that end in a plotting call but show no image, or show one without a
+    numbered caption ("Book figure N")."""
     problems = []
     for page in sorted(html_dir.glob("*.html")):
         if page.name in NOT_CHAPTERS:
@@ -159,6 +161,9 @@ def figure_check(html_dir):
             lines = [line for line in _strip_tags(code.group(1)).splitlines() if line.strip()]
             if lines and PLOT_CALL.search(lines[-1]) and "<img" not in cell:
                 problems.append(f"{page.name}: code cell {i} ends in {lines[-1].strip()!r} but shows no image")
+            if "<img" in cell and 'class="caption-number"' not in cell:
+                problems.append(f"{page.name}: code cell {i} ({lines[-1].strip() if lines else 'hidden'!r}) shows a "
+                                "figure without a numbered caption (give the cell mystnb figure metadata)")
     return problems
 
 

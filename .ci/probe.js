@@ -27,7 +27,8 @@ var SLACK = 2;  // pixels of overflow that are rounding, not hidden content
   }
   function measure() {
     var column = document.querySelector("article.bd-article") || document.body;
-    var right = column.getBoundingClientRect().right, wide = [], hidden = [], cut = [], seen = new Set();
+    var right = column.getBoundingClientRect().right, wide = [], hidden = [], cut = [], cutRoots = [];
+    var seen = new Set();
     column.querySelectorAll("*").forEach(function (el) {
       var style = getComputedStyle(el);
       if (style.display === "none" || style.visibility === "hidden" || el.closest("details:not([open])")) return;
@@ -37,13 +38,21 @@ var SLACK = 2;  // pixels of overflow that are rounding, not hidden content
       if (scrolls && el.scrollWidth > el.clientWidth + SLACK) {
         hidden.push(describe(el) + " [" + el.scrollWidth + " > " + el.clientWidth + " px]");
       }
-      // A box that hides its overflow cuts off whatever is wider than it: no scrollbar shows the rest.
-      if (/(hidden|clip)/.test(style.overflowX) && el.scrollWidth > el.clientWidth + SLACK) {
-        cut.push(describe(el) + " [" + el.scrollWidth + " > " + el.clientWidth + " px]");
-      }
       var clipped = false;
       for (var p = el.parentElement; p && p !== column; p = p.parentElement) {
-        if (/(auto|scroll|hidden|clip)/.test(getComputedStyle(p).overflowX)) { clipped = true; break; }
+        var overflow = getComputedStyle(p).overflowX;
+        if (/(auto|scroll|hidden|clip)/.test(overflow)) {
+          clipped = true;
+          // A box that hides its overflow cuts off what reaches past its edge: no scrollbar shows
+          // the rest. (MathJax's hidden assistive copy of a formula is not shown anyway.)
+          var edge = p.getBoundingClientRect().right;
+          if (/(hidden|clip)/.test(overflow) && box.right > edge + SLACK && !el.closest("mjx-assistive-mml")
+              && !cutRoots.some(function (r) { return r.contains(el); })) {
+            cutRoots.push(el);
+            cut.push(describe(el) + " [right edge " + Math.round(box.right) + " > " + Math.round(edge) + " px]");
+          }
+          break;
+        }
       }
       if (!clipped && box.right > right + SLACK) {
         seen.add(el);
