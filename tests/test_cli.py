@@ -48,6 +48,7 @@ def test_unknown_command_is_rejected():
         main(["frobnicate"])
 
 
+@pytest.mark.slow
 def test_verify_in_two_processes_gives_the_same_rows(capsys, monkeypatch):
     for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.setenv(variable, "1")  # already pinned: verify runs in this process

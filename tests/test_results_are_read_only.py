@@ -61,6 +61,7 @@ def test_committed_results_name_no_machine_paths():
             assert not re.search(r"(?<![\w.])/(work|tmp|home|root|Users)/", path.read_text()), path
 
 
+@pytest.mark.slow
 def test_a_link_below_the_results_dir_into_the_committed_results_is_refused(tmp_path):
     from kmt_ref._validation import COMMITTED_RESULTS
     from kmt_ref.programs import experiments
