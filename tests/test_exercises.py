@@ -401,6 +401,9 @@ HOSTILE = {
                              "        raise RuntimeError('boom')\n"
                              "\ndef averaging_hardmax(scores):\n    return Evil()\n", "RuntimeError: boom"),
     "04_cax_weights": ("import os\n\ndef cax_weights(d, k):\n    os._exit(0)\n", "process ended"),
+    # A solution that stops its own process: the time limit still ends it (a stopped process is killed).
+    "06_cac_block": ("import os\nimport signal\n\ndef cac_block(d, k):\n    os.kill(os.getpid(), signal.SIGSTOP)\n",
+                     "timed out"),
 }
 
 
