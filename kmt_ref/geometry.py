@@ -14,7 +14,7 @@ from ._validation import check_batch, check_centers, check_data, is_batch
 
 __all__ = ["squared_distances", "center_distances", "nearest_center", "exact_nearest", "score_rounding_bound",
            "assigned_squared_distances",
-           "kmeans_objective", "CHUNK_ELEMENTS"]
+           "kmeans_objective", "iterate_objectives", "CHUNK_ELEMENTS"]
 
 #: Largest number of (query, key) pairs held in memory at once by the chunked
 #: routines (about 32 MB of float64).
@@ -190,3 +190,18 @@ def kmeans_objective(X, centers):
     X = check_data(X)
     C = check_centers(centers, X.shape[1], name="centers")
     return float(np.sum(assigned_squared_distances(X, C, nearest_center(X, C))))
+
+
+def iterate_objectives(X, centers):
+    """The objective of every iterate: ``kmeans_objective(X, centers[t])`` for each ``t``.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d) or (B, n, d)
+    centers : array_like, shape (T, k, d) or (T, B, k, d)
+
+    Returns
+    -------
+    ndarray, shape (T,) or (T, B)
+    """
+    return np.stack([kmeans_objective(X, C) for C in centers])

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import check_callable, check_n_steps
-from .geometry import kmeans_objective
+from .geometry import iterate_objectives
 
 __all__ = ["Trajectory", "iterate"]
 
@@ -64,7 +64,7 @@ class Trajectory:
 
     def objectives(self, X):
         """k-means objective of every iterate, shape ``(n_iter + 1,)`` (``(n_iter + 1, B)`` for a batch)."""
-        return np.array([kmeans_objective(X, C) for C in self.centers])
+        return iterate_objectives(X, self.centers)
 
     def log_objectives(self, X):
         """Natural log of :meth:`objectives`, shape ``(n_iter + 1,)``."""

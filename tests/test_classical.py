@@ -169,3 +169,17 @@ def test_iterate_records_every_iterate_of_a_step_and_nothing_else():
         iterate(halve, X, np.ones((3, 2)), -1)
     with pytest.raises(ValueError, match="step must be callable"):
         iterate(None, X, np.ones((3, 2)), 1)
+
+
+def test_iterate_objectives_is_the_objective_of_each_iterate_for_a_task_and_a_batch():
+    from kmt_ref.geometry import iterate_objectives
+
+    rng = np.random.default_rng(3)
+    X, C = rng.standard_normal((2, 40, 3)), rng.standard_normal((5, 2, 4, 3))  # 5 iterates of 2 tasks
+    batch = iterate_objectives(X, C)
+    assert batch.shape == (5, 2)
+    for b in range(2):
+        one = iterate_objectives(X[b], C[:, b])
+        assert one.shape == (5,)
+        assert np.array_equal(one, [kmt_ref.kmeans_objective(X[b], C[t, b]) for t in range(5)])
+        assert np.array_equal(one, batch[:, b])

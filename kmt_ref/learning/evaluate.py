@@ -14,7 +14,7 @@ from an independent stream, drawn the same way.
 import numpy as np
 
 from ..classical import lloyd
-from ..geometry import kmeans_objective
+from ..geometry import iterate_objectives
 from ..tasks import sample_tasks
 from .model import run_steps
 
@@ -58,7 +58,7 @@ def log_objective_curve(X, centers):
     finite : ndarray, shape (T + 1,)
         Fraction of tasks with finite centers.
     """
-    objs = np.stack([kmeans_objective(X, C) for C in centers])  # (T + 1, B)
+    objs = iterate_objectives(X, centers)  # (T + 1, B)
     with np.errstate(divide="ignore"):
         logs = np.log(objs)
     return logs.mean(axis=1), np.isfinite(objs).mean(axis=1)
