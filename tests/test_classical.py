@@ -181,5 +181,5 @@ def test_iterate_objectives_is_the_objective_of_each_iterate_for_a_task_and_a_ba
     for b in range(2):
         one = iterate_objectives(X[b], C[:, b])
         assert one.shape == (5,)
-        assert np.array_equal(one, [kmt_ref.kmeans_objective(X[b], C[t, b]) for t in range(5)])
+        assert np.array_equal(one, [kmeans_objective(X[b], C[t, b]) for t in range(5)])
         assert np.array_equal(one, batch[:, b])
