@@ -185,7 +185,7 @@ def test_every_entry_of_the_api_reference_has_a_docstring():
                 empty.append(f"{module}.{name}")
             if inspect.isclass(obj):
                 for attr, value in vars(obj).items():
-                    function = value.fget if isinstance(value, property) else value
+                    function = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
                     if not attr.startswith("_") and callable(function) and not (function.__doc__ or "").strip():
                         empty.append(f"{module}.{name}.{attr}")
     assert not empty, f"public definitions without a docstring: {empty}"

@@ -28,6 +28,7 @@ class AdamState:
 
     @classmethod
     def zeros(cls, size):
+        """The state before the first step: zero moments of length ``size``, step count 0."""
         return cls(np.zeros(size), np.zeros(size), 0)
 
 

@@ -169,6 +169,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, values):
+        """The configuration :meth:`to_dict` wrote; an unknown field is a ``ValueError``."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
