@@ -39,7 +39,7 @@ from pypdf import PdfReader, PdfWriter
 from pypdf.generic import NameObject, TextStringObject
 
 sys.path.insert(0, str(Path(__file__).parent))
-from check_pages import RAW_TEX, chapters, chromium_binary, run_chromium  # noqa: E402
+from check_pages import RAW_TEX, chromium_binary, run_chromium  # noqa: E402
 
 #: Print rules added to the print copy (Chromium 131+ draws @page margin boxes).
 PRINT_CSS = """
@@ -268,7 +268,8 @@ def check(reader, title, grouped, titles, page_of, all_headings):
         if page not in bookmarked:
             problems.append(f"PDF: no bookmark for the chapter {page} ({titles[page][1]!r})")
         elif page_of.get(page) != bookmarked[page]:
-            problems.append(f"PDF: the contents give {page} page {page_of.get(page)}, its bookmark page {bookmarked[page]}")
+            problems.append(f"PDF: the contents give {page} page {page_of.get(page)}, "
+                            f"its bookmark page {bookmarked[page]}")
         elif titles[page][1].split()[0] not in texts[bookmarked[page] - 1]:
             problems.append(f"PDF: page {bookmarked[page]} does not show the chapter title {titles[page][1]!r}")
     garbled = [t for _, t, _ in flat if t not in {plain(h) for h in all_headings}]
@@ -283,10 +284,11 @@ def check(reader, title, grouped, titles, page_of, all_headings):
     for number, text in enumerate(texts[1:], start=2):
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         if str(number) not in (lines[:1] + lines[-1:]):  # the footer comes first or last in the text
-            problems.append(f"PDF page {number}: no page number in its footer (first and last lines {lines[:1] + lines[-1:]!r})")
-    for key in ("/Title", "/Author", "/Subject", "/Keywords"):
-        if not (reader.metadata or {}).get(key):
-            problems.append(f"PDF: no {key[1:]} in the metadata")
+            problems.append(f"PDF page {number}: no page number in its footer "
+                            f"(first and last lines {lines[:1] + lines[-1:]!r})")
+    for field in ("/Title", "/Author", "/Subject", "/Keywords"):
+        if not (reader.metadata or {}).get(field):
+            problems.append(f"PDF: no {field[1:]} in the metadata")
     links, internal = link_problems(reader)
     problems += links
     body = "\n".join(texts)
@@ -316,7 +318,8 @@ def main(argv=None):
     missing = [page for page in pages if page not in titles]
     if missing:
         sys.exit(f"print_book: chapters not found in the single-page book: {missing}")
-    version = re.search(r'^__version__ = "(.+)"', Path("kmt_ref/__init__.py").read_text(encoding="utf-8"), re.M).group(1)
+    init = Path("kmt_ref/__init__.py").read_text(encoding="utf-8")
+    version = re.search(r'^__version__ = "(.+)"', init, re.M).group(1)
     config = args.config.read_text(encoding="utf-8")
     document = rewrite_links(document, root)
     binary = chromium_binary()
@@ -350,7 +353,7 @@ def main(argv=None):
 
     reader = PdfReader(args.out)
     problems, bookmarks, internal = check(reader, title, grouped, titles, page_of, headings(text))
-    linked = (args.html_dir / "index.html").read_text(encoding="utf-8") + (args.html_dir / f"{root}.html").read_text(encoding="utf-8")
+    linked = "".join((args.html_dir / name).read_text(encoding="utf-8") for name in ("index.html", f"{root}.html"))
     if f'href="{args.out.name}"' not in linked:
         problems.append(f"PDF: the first page of the web book does not link to {args.out.name}")
     if problems:

@@ -18,9 +18,9 @@ import re
 import pytest
 
 from kmt_ref.__main__ import EXPERIMENTS
-from kmt_ref.programs import experiments
 from kmt_ref.__main__ import main as kmt_main
 from kmt_ref.exercises.__main__ import main as exercises_main
+from kmt_ref.programs import experiments
 
 #: Experiments whose options are the learning experiments' (``reproduce NAME -h``).
 LEARNING = [name for name in EXPERIMENTS if name not in ("sweep", "paper-sweep")]

@@ -12,8 +12,6 @@ from ..layer import BLOCK_NAMES
 
 __all__ = ["plot_layer_diagram", "animate_layers", "offline_html"]
 
-#: matplotlib's player draws its buttons with Font Awesome, loaded from a CDN; these
-#: characters replace the icons so that the page loads nothing from the network.
 #: The player's button icons as inline SVG paths (12 x 12): its icon font is a CDN stylesheet,
 #: and media-control characters are missing from common fonts (they would show as empty boxes).
 _BUTTONS = {
