@@ -106,8 +106,13 @@ Floating point: the Euclidean score of a point against itself is exactly 0;
 the dot score ``2 x.x - ||x||^2`` is ``||x||^2`` up to a few ulps. Two points
 closer than about ``sqrt(eps) ||x||`` may therefore swap places in SAX, which
 is harmless when they carry the same ``y``; likewise CAX can disagree with
-Lloyd's distances only for a point whose nearest and second-nearest squared
-distances differ by less than about ``eps ||x||^2``.
+exact arithmetic only for a point whose nearest and second-nearest squared
+distances differ by at most ``4 (d + 1) eps max_j ||c_j||^2`` (tested on
+points placed within ulps of bisectors). Unlike Theorem 2.1's hardmax, which
+decides such near ties in exact arithmetic (as :func:`~kmt_ref.lloyd` does),
+this one cannot: its tokens carry ``||c_j||^2`` as the float the FFN wrote,
+and the exact decision depends on the bits that rounding lost. Recomputing
+the norm outside the layer would no longer run the construction.
 """
 
 import numpy as np

@@ -102,15 +102,17 @@ def test_k_equal_n_and_k_one_are_fixed_points_or_means(k):
         np.testing.assert_allclose(traj.centers[-1], X, rtol=0, atol=4 * np.spacing(1e6))
 
 
-def _exact_labels(X, C):
-    """Nearest centers in rational arithmetic; exact ties to the lowest index."""
+def _exact_squared_distances(X, C):
+    """Squared distances of every point to every center in rational arithmetic."""
     from fractions import Fraction
 
-    out = []
-    for x in X:
-        d = [sum((Fraction(float(a)) - Fraction(float(b))) ** 2 for a, b in zip(x, c, strict=True)) for c in C]
-        out.append(d.index(min(d)))
-    return np.array(out)
+    return [[sum((Fraction(float(a)) - Fraction(float(b))) ** 2 for a, b in zip(x, c, strict=True)) for c in C]
+            for x in X]
+
+
+def _exact_labels(X, C):
+    """Nearest centers in rational arithmetic; exact ties to the lowest index."""
+    return np.array([d.index(min(d)) for d in _exact_squared_distances(X, C)])
 
 
 @st.composite
@@ -141,6 +143,21 @@ def test_hardmax_constructions_decide_near_ties_exactly_too(problem, config):
     # a point exactly tied is split by hardmax; its label, the arg-max, is the lowest tied index
     traj = lloyd_transformer(X.shape[1], C.shape[0], config=config).run(X, C, 1)
     np.testing.assert_array_equal(traj.labels[0], _exact_labels(X, C))
+
+
+@SETTINGS
+@given(near_ties(), st.sampled_from(["validated", "all-attention"]))
+def test_theorem_2_2_decides_as_exact_arithmetic_outside_the_rounding_of_its_norms(problem, config):
+    # Its tokens carry ||c||^2 rounded once (the FFN writes a float), so within 4 (d + 1) eps max ||c||^2 of
+    # a tie its label may differ from exact arithmetic's; outside that band it must not.
+    X, C = problem
+    d = X.shape[1]
+    band = 4 * (d + 1) * np.finfo(float).eps * np.max(np.sum(C * C, axis=1))
+    labels = dot_product_lloyd_transformer(d, C.shape[0], config=config).run(X, C, 1).labels[0]
+    exact = _exact_labels(X, C)
+    for i, distances in enumerate(_exact_squared_distances(X, C)):
+        if labels[i] != exact[i]:
+            assert float(distances[labels[i]] - distances[exact[i]]) <= band, (i, labels[i], exact[i])
 
 
 def test_the_reviewed_near_tie_is_decided_exactly():
