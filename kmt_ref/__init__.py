@@ -10,6 +10,7 @@ from .attention import NORMALIZERS, Block, attend
 from .certificate import Certificate, exactness_certificate, min_gamma
 from .classical import EMPTY_CLUSTER_POLICIES, kmeans_objective, kmeans_plusplus, lloyd
 from .dot_product_transformer import dot_product_lloyd_transformer
+from .engine import Engine
 from .feedforward import FeedForward
 from .layer import BLOCK_NAMES, KMeansTransformer, transformer_layer
 from .lloyd_transformer import lloyd_transformer
@@ -29,6 +30,7 @@ __all__ = [
     "Block",
     "Certificate",
     "EMPTY_CLUSTER_POLICIES",
+    "Engine",
     "FeedForward",
     "KMeansTransformer",
     "NORMALIZERS",

@@ -47,7 +47,8 @@ def _describe(value):
 def check_instance(value, name, cls):
     """Refuse a ``value`` that is not a ``cls`` (a model, a layout, a config ...)."""
     if not isinstance(value, cls):
-        raise ValueError(f"{name} must be a {cls.__name__}; got {name}={_describe(value)}")
+        article = "an" if cls.__name__[0] in "AEIOU" else "a"
+        raise ValueError(f"{name} must be {article} {cls.__name__}; got {name}={_describe(value)}")
     return value
 
 

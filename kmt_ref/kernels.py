@@ -38,15 +38,13 @@ every construction, variant and the learned model, is a test
   rounding, do not depend on the batch: a task's numbers are those of running
   it alone. The Euclidean softmax primitive works a cache-sized chunk of tasks
   at a time.
-* **Threads over tasks.** With :func:`set_threads`, a model's run splits a
-  batch's tasks across worker threads, and so does the Euclidean softmax
-  primitive (NumPy releases the GIL in its kernels); every task's numbers are
-  computed by the same calls as without threads, so results are bit-identical.
+* **Threads over tasks.** Given a :class:`~kmt_ref.pool.TaskPool`, the
+  primitives split a traced batch's tasks across its threads (a model's run
+  splits plain batches itself, through its :class:`~kmt_ref.engine.Engine`);
+  every task's numbers are computed by the same calls as without threads, so
+  results are bit-identical.
 """
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import autograd.numpy as anp
@@ -55,13 +53,14 @@ from autograd.extend import defvjp, defvjp_argnums, primitive
 
 from ._validation import check_int, check_projection, check_rng
 from .attention import NORMALIZERS, SCORES
-from .geometry import CHUNK_ELEMENTS, score_rounding_bound, exact_nearest
+from .geometry import CHUNK_ELEMENTS, exact_nearest, score_rounding_bound
+from .pool import CACHE_ELEMENTS, TaskPool
 
 __all__ = ["add_attention", "attend", "attend_parts", "is_plain", "structure", "euclidean_softmax_attention",
-           "project", "set_threads", "threads", "over_task_slices"]
+           "project"]
 
-#: Scores held at once by the plain-array paths (fits a core's cache).
-CACHE_ELEMENTS = 2**15
+#: One thread: the pool of the kernels' callers that pass none.
+SERIAL = TaskPool(1)
 
 #: Scores held at once by the plain-array paths when a query has many keys: a chunk of
 #: 8 MB stays in the outer cache (measured 1.5-2x faster than ``CHUNK_ELEMENTS`` for the
@@ -71,86 +70,6 @@ STREAM_ELEMENTS = 2**20
 #: Below this, ``exp`` is exactly 0 in float64 (``exp(-745.14)`` is the last
 #: value that rounds up to the smallest subnormal).
 EXP_UNDERFLOW = -746.0
-
-#: Attention weights the Euclidean softmax primitive holds at once (1 MB, a core's L2 cache here).
-TASK_CHUNK_ELEMENTS = 2**17
-
-_pool = {"threads": 1, "executor": None}
-
-
-def set_threads(n):
-    """Use ``n`` threads (>= 1) for batches of tasks: in a model's run and in the Euclidean softmax primitive.
-
-    Results do not depend on ``n``. The default is 1, or the environment
-    variable ``KMT_REF_THREADS``.
-    """
-    n = check_int(n, "threads", low=1)
-    if _pool["executor"] is not None:
-        _pool["executor"].shutdown()
-    _pool["threads"], _pool["executor"] = n, (ThreadPoolExecutor(n) if n > 1 else None)
-
-
-def threads():
-    """The number of threads :func:`set_threads` chose."""
-    return _pool["threads"]
-
-
-def over_task_slices(fn, n_tasks):
-    """``[fn(s) for s in slices]`` for contiguous slices of ``range(n_tasks)``, one per thread, run on the pool.
-
-    With one thread (the default) it is ``[fn(slice(0, n_tasks))]``.
-    """
-    pool, n = _pool["executor"], _pool["threads"]
-    if pool is None or n_tasks < 2:
-        return [fn(slice(0, n_tasks))]
-    return list(pool.map(fn, _even_slices(n_tasks, min(n, n_tasks))))
-
-
-def _even_slices(n, parts):
-    """``parts`` contiguous slices of ``range(n)`` whose lengths differ by at most one."""
-    bounds = [n * i // parts for i in range(parts + 1)]
-    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-
-
-def _over_tasks(fn, per_task, *arrays):
-    """``fn(*arrays)`` over the leading (task) axis, a chunk of tasks at a time, spread over the threads.
-
-    A chunk holds about :data:`TASK_CHUNK_ELEMENTS` attention weights
-    (``per_task`` per task), so the passes over them stay in a core's cache
-    instead of memory: at the paper's 512 points the self-attention's backward
-    pass runs about twice as fast a task at a time as on the whole batch, with
-    the same numbers (every operation is per task, so neither the chunks nor
-    the threads change a bit).
-    """
-    if arrays[0].ndim < 3:
-        return fn(*arrays)
-    pool, n_threads, B = _pool["executor"], _pool["threads"], arrays[0].shape[0]
-    if pool is None or B * per_task <= CACHE_ELEMENTS:  # less work than handing it to a thread costs
-        pool, n_threads = None, 1
-    # Chunks of at most TASK_CHUNK_ELEMENTS, as many as a multiple of the threads, of nearly equal sizes.
-    n_chunks = -(-B // max(1, TASK_CHUNK_ELEMENTS // max(1, per_task)))
-    n_chunks = min(B, -(-n_chunks // n_threads) * n_threads)
-    if n_chunks <= 1:
-        return fn(*arrays)
-    # Each chunk's results go straight into the outputs, from the thread that made them while
-    # they are still in its cache (a concatenation afterwards was one serial copy of every output).
-    outputs, lock = [], threading.Lock()
-
-    def part(chunk):
-        results = fn(*(a[chunk] for a in arrays))
-        many = isinstance(results, tuple)
-        results = results if many else (results,)
-        with lock:
-            if not outputs:
-                outputs.extend(np.empty((B,) + r.shape[1:], r.dtype) for r in results)
-        for out, r in zip(outputs, results, strict=True):
-            out[chunk] = r
-        return many
-
-    chunks = _even_slices(B, n_chunks)
-    many = list(map(part, chunks) if pool is None else pool.map(part, chunks))[0]
-    return tuple(outputs) if many else outputs[0]
-
 
 # ----------------------------------------------------------------- structure
 
@@ -334,7 +253,7 @@ def _esa_backward(queries, keys, values, G, gamma, rows):
 
 
 @primitive
-def euclidean_softmax_attention(queries, keys, values, gamma, rows):
+def euclidean_softmax_attention(queries, keys, values, gamma, rows, pool=SERIAL):
     """Fused Euclidean softmax attention ``softmax(-gamma ||q_a - k_b||^2) @ values``.
 
     Parameters
@@ -348,6 +267,9 @@ def euclidean_softmax_attention(queries, keys, values, gamma, rows):
         Inverse temperature (not differentiated).
     rows : int
         Query rows attended at once (bounds the memory; not differentiated).
+    pool : TaskPool
+        Threads over the leading (task) axis (:class:`kmt_ref.pool.TaskPool`;
+        results do not depend on it).
 
     Returns
     -------
@@ -371,19 +293,20 @@ def euclidean_softmax_attention(queries, keys, values, gamma, rows):
     """
     rows = check_int(rows, "rows", low=1)
     per_task = queries.shape[-2] * keys.shape[-2]
-    return _over_tasks(lambda q, k, v: _esa_forward(q, k, v, gamma, rows), per_task, queries, keys, values)
+    return pool.over_tasks(lambda q, k, v: _esa_forward(q, k, v, gamma, rows), per_task, queries, keys, values)
 
 
 def _esa_vjp(argnums, ans, args, kwargs):
     """VJP of :func:`euclidean_softmax_attention` for the requested arguments."""
-    queries, keys, values, gamma, rows = args
-    if 3 in argnums or 4 in argnums:
-        raise NotImplementedError("euclidean_softmax_attention is not differentiable in gamma or rows")
+    queries, keys, values, gamma, rows, *rest = args
+    pool = rest[0] if rest else kwargs.get("pool", SERIAL)
+    if any(i > 2 for i in argnums):
+        raise NotImplementedError("euclidean_softmax_attention is not differentiable in gamma, rows or pool")
 
     def vjp(G):
         per_task = queries.shape[-2] * keys.shape[-2]
-        grads = _over_tasks(lambda q, k, v, g: _esa_backward(q, k, v, g, gamma, rows), per_task,
-                            queries, keys, values, G)
+        grads = pool.over_tasks(lambda q, k, v, g: _esa_backward(q, k, v, g, gamma, rows), per_task,
+                                queries, keys, values, G)
         return tuple(grads[i] for i in argnums)
 
     return vjp
@@ -400,7 +323,7 @@ def _sum_leading(x, ndim):
 
 
 @primitive
-def project(Z, W, b):
+def project(Z, W, b, pool=SERIAL):
     """``Z @ W.T + b`` (``b`` may be None) for autograd, a cache-sized chunk of tasks at a time on the threads.
 
     Parameters
@@ -408,6 +331,8 @@ def project(Z, W, b):
     Z : ndarray, shape (..., m, D)
     W : ndarray, shape (D', D)
     b : ndarray, shape (D',), or None
+    pool : TaskPool
+        Threads over the leading (task) axis (results do not depend on it).
 
     Returns
     -------
@@ -421,7 +346,7 @@ def project(Z, W, b):
     tasks one task after the other, in autograd's order.
     """
     check_projection(Z, W, b)
-    return _over_tasks(lambda z: _plain_project(z, W, b), Z.shape[-2] * W.shape[0], Z)
+    return pool.over_tasks(lambda z: _plain_project(z, W, b), Z.shape[-2] * W.shape[0], Z)
 
 
 def _plain_project(Z, W, b):
@@ -430,13 +355,14 @@ def _plain_project(Z, W, b):
 
 
 def _project_vjp(argnums, ans, args, kwargs):
-    Z, W, b = args
+    Z, W, b, *rest = args
+    pool = rest[0] if rest else kwargs.get("pool", SERIAL)
 
     def parts(z, g):
         return tuple(np.matmul(g, W) if i == 0 else np.matmul(np.swapaxes(z, -1, -2), g) for i in argnums if i < 2)
 
     def vjp(G):
-        per_task = _over_tasks(parts, G.shape[-2] * G.shape[-1], Z, G) if 0 in argnums or 1 in argnums else ()
+        per_task = pool.over_tasks(parts, G.shape[-2] * G.shape[-1], Z, G) if 0 in argnums or 1 in argnums else ()
         grads = dict(zip([i for i in argnums if i < 2], per_task, strict=True))
         if 1 in grads:
             grads[1] = np.swapaxes(_sum_leading(grads[1], 2), -1, -2)
@@ -582,7 +508,7 @@ def is_plain(*operands):
     return True
 
 
-def attend_parts(Zq, Zk, block, rng=None):
+def attend_parts(Zq, Zk, block, rng=None, pool=SERIAL):
     """The block's output on the coordinates it writes: ``(out, rows)``.
 
     ``attend(Zq, Zk, block)[..., rows] == out`` and the other coordinates are
@@ -609,15 +535,15 @@ def attend_parts(Zq, Zk, block, rng=None):
         queries, keys = st.queries(Zq), st.keys(Zk)
     else:
         rows = None
-        values = project(Zk, block.Wv, block.bv)
+        values = project(Zk, block.Wv, block.bv, pool)
         if block.normalizer == "identity":
             return values, rows
-        queries, keys = project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk)
+        queries, keys = project(Zq, block.Wq, block.bq, pool), project(Zk, block.Wk, block.bk, pool)
     extra = dict(block.params)
     if norm.needs_rng:
         extra["rng"] = rng
     if not plain and fused and Zq.shape[:-2] == Zk.shape[:-2]:
-        return euclidean_softmax_attention(queries, keys, values, block.gamma, chunk), rows
+        return euclidean_softmax_attention(queries, keys, values, block.gamma, chunk, pool), rows
     if not plain:
         parts = []
         for a in range(0, m, chunk):
@@ -674,20 +600,16 @@ def add_attention(out, Zq, Zk, block, rng=None):
     return out
 
 
-def attend(Zq, Zk, block, rng=None):
+def attend(Zq, Zk, block, rng=None, pool=SERIAL):
     """Apply one attention block: the numbers of :func:`kmt_ref.attention.attend` (same arguments, same
     result shape ``(..., m, D)``), faster.
+
+    ``pool``: threads over a traced batch's tasks (:class:`kmt_ref.pool.TaskPool`; results do not depend on it).
     """
-    out, rows = attend_parts(Zq, Zk, block, rng)
+    out, rows = attend_parts(Zq, Zk, block, rng, pool)
     if rows is None:
         return out
     full = np.zeros(out.shape[:-1] + (Zk.shape[-1],))
     full[..., rows] = out
     return full
 
-
-if os.environ.get("KMT_REF_THREADS"):
-    _value = os.environ["KMT_REF_THREADS"]
-    if not (_value.isdigit() and int(_value) >= 1):
-        raise ValueError(f"the environment variable KMT_REF_THREADS must be a whole number >= 1; got {_value!r}")
-    set_threads(int(_value))

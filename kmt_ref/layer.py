@@ -22,7 +22,9 @@ would move somewhere else. Softmax and learned self-attention blocks are no
 exact reset and keep the equation's order (so trained models compute what they
 were trained with, bit for bit).
 :func:`transformer_layer` is the single implementation used by every hand-built
-construction, every variant and the learned model.
+construction, every variant and the learned model. How its blocks are computed
+(the fast kernels or the reference attention, in place or not, on how many
+threads) is not its concern: an :class:`~kmt_ref.engine.Engine` passed in says.
 """
 
 import warnings
@@ -30,7 +32,6 @@ from types import MappingProxyType
 
 import numpy as np
 
-from . import kernels
 from ._validation import (
     check_batch,
     check_bool,
@@ -45,6 +46,7 @@ from ._validation import (
     is_batch,
 )
 from .attention import NORMALIZERS
+from .engine import Engine
 from .geometry import nearest_center
 from .tokens import TokenLayout
 from .trajectory import Trajectory, iterate
@@ -58,7 +60,7 @@ MAX_KEPT_BYTES = 2**31
 BLOCK_NAMES = ("CAX", "SAX", "CAC", "SAC")
 
 
-def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, attend=kernels.attend):
+def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, engine=None):
     """Apply one layer to point tokens ``P`` and center tokens ``Q``.
 
     Parameters
@@ -79,18 +81,19 @@ def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, attend=ker
         ``x`` coordinates only (:class:`kmt_ref.variants.spherical.BlockRMSNorm`).
     rng : numpy.random.Generator, optional
         For random normalizers.
-    attend : callable
-        The attention implementation: ``kmt_ref.kernels.attend`` (the
-        default, fast) or the reference :func:`kmt_ref.attention.attend`; both
-        compute the same numbers.
+    engine : Engine, optional
+        How the blocks are computed (:class:`kmt_ref.engine.Engine`; default
+        ``Engine()``: the fast kernels on one thread). The reference engine
+        :data:`kmt_ref.engine.REFERENCE` computes the same numbers.
 
     Returns
     -------
     P, Q : ndarrays of the same shapes
     """
+    engine = Engine() if engine is None else engine
     # Both point blocks read the OLD P; both center blocks read the NEW P.
-    P = _residual(P, P, *_write_order(P, Q, blocks["CAX"], blocks["SAX"]), rng, attend)
-    Q = _residual(Q, Q, *_write_order(Q, P, blocks["CAC"], blocks["SAC"]), rng, attend)
+    P = engine.residual(P, P, *_write_order(P, Q, blocks["CAX"], blocks["SAX"]), rng)
+    Q = engine.residual(Q, Q, *_write_order(Q, P, blocks["CAC"], blocks["SAC"]), rng)
     if ffn is not None:
         Q = Q + ffn(Q)
     if norm is not None:
@@ -110,22 +113,6 @@ def _write_order(own, keys, cross, reset):
     if reset.normalizer == "identity":
         return own, reset, keys, cross
     return keys, cross, own, reset
-
-
-def _residual(Z, Zq, Zk1, block1, Zk2, block2, rng, attend):
-    """``Z + attend(Zq, Zk1, block1) + attend(Zq, Zk2, block2)``, in that order.
-
-    With the fast kernels on plain arrays, each block's output is added on the
-    coordinates it writes only, into one copy of ``Z``: the same sums (adding
-    the zeros of the other coordinates changes nothing), without full-width
-    temporaries.
-    """
-    if attend is not kernels.attend or not kernels.is_plain(Z, Zq, Zk1, Zk2, block1, block2):
-        return Z + attend(Zq, Zk1, block1, rng) + attend(Zq, Zk2, block2, rng)
-    out = Z.copy()
-    for Zk, block in ((Zk1, block1), (Zk2, block2)):
-        kernels.add_attention(out, Zq, Zk, block, rng)
-    return out
 
 
 class KMeansTransformer:
@@ -238,7 +225,7 @@ class KMeansTransformer:
         return f"KMeansTransformer({self.name!r}, {self.layout}, {parts}{extra})"
 
     def run(self, X, init, n_layers, rng=None, reembed=False, warn=False, keep_assignments=True,
-            diverged="raise"):
+            diverged="raise", engine=None):
         """Embed ``X`` and ``init``, apply ``n_layers`` layers, read out centers.
 
         Parameters
@@ -270,6 +257,10 @@ class KMeansTransformer:
             What a run whose centers or assignments become non-finite does:
             raise a ``ValueError`` naming the first such layer, or return the
             trajectory as it is (an evaluation that reports divergence).
+        engine : Engine, optional
+            How the layers are computed (:class:`kmt_ref.engine.Engine`,
+            default ``Engine()``); its threads share a batch's tasks. Results
+            do not depend on it.
 
         Returns
         -------
@@ -309,9 +300,10 @@ class KMeansTransformer:
                              f"bytes, more than {MAX_KEPT_BYTES / 2**30:g} GiB): pass keep_assignments=False, "
                              "which keeps the labels")
         diverged = check_choice(diverged, "diverged", ("raise", "return"))
+        engine = Engine() if engine is None else check_instance(engine, "engine", Engine)
         shift = 0.0
         if not self.translation_invariant:
-            traj, last = self._run_tasks(X, C, n_layers, rng, reembed, keep, diverged)
+            traj, last = self._run_tasks(X, C, n_layers, rng, reembed, keep, diverged, engine)
         else:
             # The lower median is a data value: integer data stay integers, exact ties stay exact.
             # (Column by column: a sorted copy of all of X would double the run's memory.)
@@ -324,7 +316,7 @@ class KMeansTransformer:
             exact = np.where(origin > 0, (lo >= origin / 2) & (hi <= 2 * origin), (hi <= origin / 2) & (lo >= 2 * origin))
             origin = np.where(exact, origin, 0.0)[..., None, :]
             X -= origin  # X is the validated copy: moved in place, no second copy
-            moved, last = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged)
+            moved, last = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged, engine)
             centers = moved.centers + origin
             centers[0] = C
             traj = Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
@@ -362,17 +354,17 @@ class KMeansTransformer:
             P, Q = self.norm(P), self.norm(Q)
         return P, Q
 
-    def _run_tasks(self, X, C, n_layers, rng, reembed, keep, diverged):
-        """:meth:`_run`, a batch's tasks split over the kernel threads (:func:`kmt_ref.kernels.set_threads`).
+    def _run_tasks(self, X, C, n_layers, rng, reembed, keep, diverged, engine):
+        """:meth:`_run`, a batch's tasks split over the engine's threads.
 
         Every task's numbers are those of running it alone, so the split
         changes nothing; a random model runs in one piece (its draws follow
         the batch order).
         """
         if X.ndim == 2 or self.needs_rng:
-            return self._run(X, C, n_layers, rng, reembed, keep, diverged)
-        parts = kernels.over_task_slices(lambda s: self._run(X[s], C[s], n_layers, rng, reembed, keep, diverged),
-                                         X.shape[0])
+            return self._run(X, C, n_layers, rng, reembed, keep, diverged, engine)
+        parts = engine.map_tasks(lambda s: self._run(X[s], C[s], n_layers, rng, reembed, keep, diverged, engine),
+                                 X.shape[0])
         if len(parts) == 1:
             return parts[0]
         trajs = [traj for traj, _ in parts]
@@ -382,7 +374,7 @@ class KMeansTransformer:
         last = None if parts[0][1] is None else np.concatenate([last for _, last in parts], axis=0)
         return Trajectory(**joined), last
 
-    def _run(self, X, C, n_layers, rng, reembed, keep, diverged):
+    def _run(self, X, C, n_layers, rng, reembed, keep, diverged, engine):
         """Trusted kernel of :meth:`run`: the trajectory, and the last layer's assignment block."""
         layout = self.layout
         has_y = "y" in layout.slices
@@ -393,7 +385,7 @@ class KMeansTransformer:
             nonlocal P, Q, first_bad
             if reembed and t > 0:
                 P, Q = self._embed(X, C)
-            P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng)
+            P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng, engine=engine)
             if not has_y:
                 return layout.read(Q, "x"), nearest_center(X, C)
             Y = layout.read(P, "y")

@@ -1,6 +1,5 @@
 """Bad input gets a clear ValueError naming the argument and the value, before any work."""
 
-import os
 import re
 
 import numpy as np
@@ -94,6 +93,7 @@ def test_validation_happens_before_any_work_and_inputs_stay_untouched():
 
 def test_checks_routed_through_the_validation_module_name_argument_and_value():
     from kmt_ref import kernels, min_gamma
+    from kmt_ref.engine import Engine
     from kmt_ref.normalizers import normmax_inf
     from kmt_ref.plotting.attention import plot_temperature_sweep
     from kmt_ref.programs.paper_sweep import authors_task
@@ -102,7 +102,9 @@ def test_checks_routed_through_the_validation_module_name_argument_and_value():
 
     X = np.random.default_rng(0).normal(size=(20, 2))
     cases = [
-        (lambda: kernels.set_threads(0), r"threads must be an integer >= 1; got threads=0"),
+        (lambda: Engine(0), r"threads must be an integer >= 1; got threads=0"),
+        (lambda: Engine(1, reference="yes"), r"reference must be True or False"),
+        (lambda: kmt_ref.lloyd_transformer(2, 2).run(X, X[:2], 1, engine=2), r"engine must be an Engine; got engine=2"),
         (lambda: min_gamma(X, X[:2], 2, 1e-3, target="labels"), r"target must be one of .*got target='labels'"),
         (lambda: load_dataset("mnist"), r"name must be one of .*got name='mnist'"),
         (lambda: normmax_inf(np.zeros((2, 3)), threshold=-1.0), r"threshold must be a positive finite number"),
@@ -199,12 +201,3 @@ def test_command_line_user_errors_are_messages_not_tracebacks(argv, match, capsy
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert re.search(match, err) and "Traceback" not in err
-
-
-def test_a_bad_thread_count_in_the_environment_is_a_clear_error():
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-c", "import kmt_ref"], env={**os.environ, "KMT_REF_THREADS": "abc"},
-                          capture_output=True, text=True)
-    assert done.returncode != 0 and "KMT_REF_THREADS must be a whole number >= 1; got 'abc'" in done.stderr

@@ -111,8 +111,8 @@ def test_every_run_succeeds(tmp_path, monkeypatch):
     monkeypatch.setenv("KMT_REF_RESULTS", str(tmp_path / "default-results"))
     calls = []
 
-    def run_experiment(name, scale, results_dir, train_missing=True, seeds=None):
-        calls.append((name, scale, results_dir, train_missing, seeds))
+    def run_experiment(name, scale, results_dir, train_missing=True, seeds=None, engine=None):
+        calls.append((name, scale, results_dir, train_missing, seeds, engine.threads))
         return {"scale": scale, "seeds": seeds}
 
     monkeypatch.setattr(experiments, "run_experiment", run_experiment)
@@ -124,8 +124,8 @@ def test_every_run_succeeds(tmp_path, monkeypatch):
         if code != 0:
             failed.append((argv, code, buffer.getvalue()[-500:]))
     assert not failed, failed
-    # Each learning experiment got the scale, folder, seeds and --no-train its command line gave.
-    assert sorted(calls) == sorted((name, DEFAULT_SCALES.get(name, "quick"), str(tmp_path), False, [0])
+    # Each learning experiment got the scale, folder, seeds, --no-train and --threads its command line gave.
+    assert sorted(calls) == sorted((name, DEFAULT_SCALES.get(name, "quick"), str(tmp_path), False, [0], 2)
                                    for name in LEARNING)
 
 

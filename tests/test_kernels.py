@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import kmt_ref
-from kmt_ref import attention, kernels
+from kmt_ref import attention, kernels, pool
+from kmt_ref.engine import REFERENCE, Engine
 from kmt_ref.layer import transformer_layer
 from kmt_ref.learning.model import ModelConfig, init_params, to_transformer
 from kmt_ref.variants import VARIANTS
@@ -38,9 +39,9 @@ def test_every_model_runs_the_same_through_the_kernels_and_the_reference(name):
     P, Q = model._embed(X, init)
     for _ in range(3):  # several layers: the second and third see tokens the first produced
         fast = transformer_layer(P, Q, model.blocks, model.ffn, model.norm,
-                                 rng=np.random.default_rng(7), attend=kernels.attend)
+                                 rng=np.random.default_rng(7), engine=Engine())
         ref = transformer_layer(P, Q, model.blocks, model.ffn, model.norm,
-                                rng=np.random.default_rng(7), attend=attention.attend)
+                                rng=np.random.default_rng(7), engine=REFERENCE)
         for a, b in zip(fast, ref, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
         P, Q = fast
@@ -75,7 +76,7 @@ def test_batches_of_tasks_run_the_same_as_one_task_at_a_time():
         np.testing.assert_array_equal(batched[1][b], single[1])
 
 
-def test_threads_and_task_chunks_do_not_change_a_single_bit(monkeypatch):
+def test_task_chunks_do_not_change_a_single_bit(monkeypatch):
     config = ModelConfig(4, 3)
     theta = init_params(config, np.random.default_rng(0))
     X = np.random.default_rng(1).random((6, 30, 4))
@@ -85,19 +86,12 @@ def test_threads_and_task_chunks_do_not_change_a_single_bit(monkeypatch):
     from kmt_ref.learning.train import TrainConfig, batch_loss
 
     cfg = TrainConfig(d=4, k=3, n=30, batch=6)
-    monkeypatch.setattr(kernels, "TASK_CHUNK_ELEMENTS", 2**30)  # the whole batch at once
+    monkeypatch.setattr(pool, "TASK_CHUNK_ELEMENTS", 2**30)  # the whole batch at once
     whole = autograd.value_and_grad(batch_loss)(theta, X, init, cfg)
-    monkeypatch.setattr(kernels, "TASK_CHUNK_ELEMENTS", 1)  # a task at a time
+    monkeypatch.setattr(pool, "TASK_CHUNK_ELEMENTS", 1)  # a task at a time
     one = autograd.value_and_grad(batch_loss)(theta, X, init, cfg)
-    try:
-        kernels.set_threads(2)
-        two = autograd.value_and_grad(batch_loss)(theta, X, init, cfg)
-    finally:
-        kernels.set_threads(1)
-    assert whole[0] == one[0] == two[0]
-    assert np.array_equal(whole[1], one[1]) and np.array_equal(one[1], two[1])
-    with pytest.raises(ValueError, match="threads=0"):
-        kernels.set_threads(0)
+    assert whole[0] == one[0]
+    assert np.array_equal(whole[1], one[1])
 
 
 def test_weights_are_frozen_values():
@@ -170,25 +164,6 @@ def test_streamed_linear_attention_runs_each_task_of_a_batch_as_if_alone(monkeyp
         alone = model.run(X[b], init[b], 3)
         np.testing.assert_array_equal(batch.centers[:, b], alone.centers)
         np.testing.assert_array_equal(batch.labels[:, b], alone.labels)
-
-
-def test_a_batch_run_split_over_threads_changes_no_bit():
-    from kmt_ref.learning import ModelConfig, init_params, to_transformer
-
-    rng = np.random.default_rng(8)
-    X = rng.normal(size=(5, 40, 3))
-    init = X[:, :4] + 0.05
-    config = ModelConfig(3, 4)
-    models = [kmt_ref.lloyd_transformer(3, 4, 1e4), to_transformer(init_params(config, rng), config)]
-    for model in models:
-        one = model.run(X, init, 3, reembed=True)
-        try:
-            kernels.set_threads(2)
-            two = model.run(X, init, 3, reembed=True)
-        finally:
-            kernels.set_threads(1)
-        for name in ("centers", "labels", "assignments"):
-            np.testing.assert_array_equal(getattr(one, name), getattr(two, name), err_msg=name)
 
 
 def test_a_block_on_a_large_batch_gives_each_task_the_numbers_it_has_alone():

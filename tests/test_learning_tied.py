@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from autograd.test_util import check_grads
 
-from kmt_ref import attention, kernels, lloyd_transformer
+from kmt_ref import lloyd_transformer
+from kmt_ref.engine import REFERENCE, Engine
 from kmt_ref.learning import checkpoint
 from kmt_ref.learning.model import ModelConfig, forward, init_params, params_from_transformer, run_steps, tie, unflatten
 from kmt_ref.learning.train import TrainConfig, batch_loss, load_result, train
@@ -97,7 +98,7 @@ def test_loss_gradients_pass_check_grads(options):
 def test_multi_step_gradient_is_the_same_through_the_reference_attention():
     config, theta, X, init = _tiny(n_layers=3)
     grad = autograd.value_and_grad(batch_loss)
-    fast, ref = grad(theta, X, init, config, kernels.attend), grad(theta, X, init, config, attention.attend)
+    fast, ref = grad(theta, X, init, config, Engine()), grad(theta, X, init, config, REFERENCE)
     np.testing.assert_allclose(fast[0], ref[0], rtol=1e-12)
     np.testing.assert_allclose(fast[1], ref[1], rtol=1e-9, atol=1e-12)
 

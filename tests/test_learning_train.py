@@ -16,22 +16,6 @@ def test_training_lowers_the_validation_ratio(tmp_path):
     assert r.history["val_ratio"][-1] < 0.5 * r.history["val_ratio"][0]
 
 
-def test_a_run_on_two_threads_equals_the_run_on_one():
-    from kmt_ref import kernels
-
-    # Validation tasks (9, not a multiple of the batch) are split across the threads.
-    config = TrainConfig(d=2, k=3, n=30, batch=4, n_steps=20, eval_every=5, val_tasks=9, seed=2)
-    one = train(config, progress=False)
-    try:
-        kernels.set_threads(2)
-        two = train(config, progress=False)
-    finally:
-        kernels.set_threads(1)
-    assert np.array_equal(one.theta, two.theta)
-    for key in one.history:
-        assert np.array_equal(one.history[key], two.history[key]), key
-
-
 def test_stopped_and_resumed_run_equals_an_uninterrupted_run(tmp_path):
     full = train(CONFIG, str(tmp_path / "a.npz"), progress=False)
     path = str(tmp_path / "b.npz")

@@ -64,9 +64,10 @@ def log_objective_curve(X, centers):
     return logs.mean(axis=1), np.isfinite(objs).mean(axis=1)
 
 
-def model_curve(theta, model_config, X, init, n_steps, reembed=True):
-    """``log_objective_curve`` of the trained layer applied ``n_steps`` times."""
-    return log_objective_curve(X, run_steps(theta, X, init, model_config, n_steps, reembed=reembed))
+def model_curve(theta, model_config, X, init, n_steps, reembed=True, engine=None):
+    """``log_objective_curve`` of the trained layer applied ``n_steps`` times (``engine``: see
+    :func:`~kmt_ref.learning.model.run_steps`)."""
+    return log_objective_curve(X, run_steps(theta, X, init, model_config, n_steps, reembed=reembed, engine=engine))
 
 
 def lloyd_curve(X, init, n_steps):

@@ -35,7 +35,6 @@ import dataclasses
 import autograd.numpy as anp
 import numpy as np
 
-from .. import kernels
 from .._validation import (
     check_batch,
     check_bool,
@@ -283,7 +282,7 @@ def blocks_from_params(theta, config, dropout=0.0):
     }
 
 
-def forward(theta, X, init, config, attend=kernels.attend, n_layers=1, every_step=False):
+def forward(theta, X, init, config, engine=None, n_layers=1, every_step=False):
     """The layer applied ``n_layers`` times to a batch of tasks, re-embedding between steps: the new centers.
 
     Parameters
@@ -292,10 +291,12 @@ def forward(theta, X, init, config, attend=kernels.attend, n_layers=1, every_ste
     X : ndarray, shape (B, n, d)
     init : ndarray, shape (B, k, d)
     config : ModelConfig
-    attend : callable
-        ``kmt_ref.kernels.attend`` (default; its Euclidean softmax has a
-        hand-written gradient) or the reference :func:`kmt_ref.attention.attend`
-        (autograd differentiates it step by step: the same gradient, slower).
+    engine : Engine, optional
+        How the layer is computed (:class:`kmt_ref.engine.Engine`; default
+        ``Engine()``: the fast kernels, whose Euclidean softmax has a
+        hand-written gradient). :data:`kmt_ref.engine.REFERENCE` runs the
+        reference attention, which autograd differentiates step by step: the
+        same gradient, slower.
     n_layers : int
         Layer applications; before each after the first the center tokens
         are rebuilt from the current centers (as :func:`run_steps` does), by
@@ -317,14 +318,14 @@ def forward(theta, X, init, config, attend=kernels.attend, n_layers=1, every_ste
     _, ids = layout.embed(X[..., :0, :], np.zeros(np.shape(init)))
     steps = []
     for t in range(n_layers):
-        _, Q = transformer_layer(P0, Q, blocks, attend=attend)
+        _, Q = transformer_layer(P0, Q, blocks, engine=engine)
         steps.append(layout.read(Q, "x"))
         if t + 1 < n_layers:
             Q = steps[-1] @ layout.reader("x") + ids
     return steps if every_step else steps[-1]
 
 
-def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32, dropout=0.0, rng=None):
+def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32, dropout=0.0, rng=None, engine=None):
     """Apply the trained layer ``n_layers`` times to a batch of tasks: the centers.
 
     :meth:`KMeansTransformer.run <kmt_ref.layer.KMeansTransformer.run>` of
@@ -349,6 +350,9 @@ def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32, dropout=
         ``p = 0.01``, active when it is evaluated; this reproduces it.
     rng : numpy.random.Generator
         The dropout draws; required when ``dropout > 0``.
+    engine : Engine, optional
+        How the layers are computed (:class:`kmt_ref.engine.Engine`); results
+        do not depend on it.
 
     Returns
     -------
@@ -369,7 +373,7 @@ def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32, dropout=
     for lo in range(0, X.shape[0], chunk):
         sl = slice(lo, lo + chunk)
         centers[:, sl] = model.run(X[sl], init[sl], n_layers, rng=rng if dropout else None, reembed=reembed,
-                                   keep_assignments=False, diverged="return").centers
+                                   keep_assignments=False, diverged="return", engine=engine).centers
     return centers
 
 

@@ -25,7 +25,6 @@ import autograd
 import autograd.numpy as anp
 import numpy as np
 
-from .. import kernels
 from .._validation import (
     check_bool,
     check_choice,
@@ -37,6 +36,7 @@ from .._validation import (
     check_positive,
 )
 from ..classical import lloyd
+from ..engine import Engine
 from ..geometry import kmeans_objective
 from ..tasks import check_family, sample_tasks
 from .checkpoint import (
@@ -201,22 +201,22 @@ def validation_tasks(config):
     return X, init, kmeans_objective(X, lloyd(X, init, config.n_layers).centers[-1])
 
 
-def batch_loss(theta, X, init, config, attend=kernels.attend):
+def batch_loss(theta, X, init, config, engine=None):
     """Mean smoothed objective of the centers after ``config.n_layers`` layers (the training loss).
 
-    ``attend``: the attention implementation (see :func:`~kmt_ref.learning.model.forward`).
+    ``engine``: how the layer is computed (see :func:`~kmt_ref.learning.model.forward`).
     """
     if config.loss_on == "every":
-        steps = forward(theta, X, init, config.model, attend, n_layers=config.n_layers, every_step=True)
+        steps = forward(theta, X, init, config.model, engine, n_layers=config.n_layers, every_step=True)
         return sum(anp.mean(smoothed_objective(X, C, config.tau)) for C in steps) / len(steps)
-    centers = forward(theta, X, init, config.model, attend, n_layers=config.n_layers)
+    centers = forward(theta, X, init, config.model, engine, n_layers=config.n_layers)
     return anp.mean(smoothed_objective(X, centers, config.tau))
 
 
 _value_and_grad = autograd.value_and_grad(batch_loss)
 
 
-def _validate(theta, config, val):
+def _validate(theta, config, val, engine):
     """Validation ratio (mean of per-task objective / Lloyd objective) and mean objective."""
     X, init, lloyd_obj = val
     B = config.batch
@@ -226,7 +226,7 @@ def _validate(theta, config, val):
         return [kmeans_objective(X[b], forward(theta, X[b], init[b], config.model, n_layers=config.n_layers))
                 for b in batches]
 
-    obj = np.concatenate([o for part in kernels.over_task_slices(objectives, X.shape[0]) for o in part])
+    obj = np.concatenate([o for part in engine.map_tasks(objectives, X.shape[0]) for o in part])
     return float(np.mean(obj / lloyd_obj)), float(np.mean(obj))
 
 
@@ -298,7 +298,7 @@ def _restore(path, config):
 
 
 def train(config, checkpoint=None, resume=False, checkpoint_every=None, stop_at=None,
-          progress=True, on_step=None):
+          progress=True, on_step=None, engine=None):
     """Train (or continue training) a model.
 
     Parameters
@@ -322,23 +322,28 @@ def train(config, checkpoint=None, resume=False, checkpoint_every=None, stop_at=
     on_step : callable, optional
         ``on_step(step)`` after every completed step (used by tests to
         simulate an interruption).
+    engine : Engine, optional
+        How steps and validations are computed (:class:`kmt_ref.engine.Engine`,
+        default ``Engine()``): its threads share a batch's tasks. The run's
+        numbers do not depend on it, to the bit.
 
     Returns
     -------
     TrainResult
     """
     check_instance(config, "config", TrainConfig)
+    engine = Engine() if engine is None else check_instance(engine, "engine", Engine)
     every = config.eval_every if checkpoint_every is None else check_int(checkpoint_every, "checkpoint_every", low=1)
     if checkpoint is None:
-        return _train(config, None, resume, every, stop_at, progress, on_step)
+        return _train(config, None, resume, every, stop_at, progress, on_step, engine)
     checkpoint = check_not_committed(checkpoint, "checkpoint")
     check_checkpoint_dir(checkpoint)
     check_writable(checkpoint)
     with checkpoint_lock(checkpoint):
-        return _train(config, checkpoint, resume, every, stop_at, progress, on_step)
+        return _train(config, checkpoint, resume, every, stop_at, progress, on_step, engine)
 
 
-def _train(config, checkpoint, resume, every, stop_at, progress, on_step):
+def _train(config, checkpoint, resume, every, stop_at, progress, on_step, engine):
     """:func:`train` with its arguments checked and, with a checkpoint, its lock held."""
     if checkpoint is not None:
         partial = stale_partial_save(checkpoint)
@@ -360,7 +365,7 @@ def _train(config, checkpoint, resume, every, stop_at, progress, on_step):
     val = validation_tasks(config)
     hist = state["history"]
     if not hist["val_step"]:
-        ratio, obj = _validate(state["theta"], config, val)
+        ratio, obj = _validate(state["theta"], config, val, engine)
         hist["val_step"].append(0), hist["val_ratio"].append(ratio)
         hist["val_objective"].append(obj), hist["val_lr"].append(state["lr"])
     end = config.n_steps if stop_at is None else min(config.n_steps, check_int(stop_at, "stop_at", low=1))
@@ -370,7 +375,7 @@ def _train(config, checkpoint, resume, every, stop_at, progress, on_step):
     try:
         while state["step"] < end:
             X, init = sample_tasks(state["rng"], config.batch, **config.task_kwargs())
-            loss, grad = _value_and_grad(state["theta"], X, init, config)
+            loss, grad = _value_and_grad(state["theta"], X, init, config, engine)
             if not np.all(np.isfinite(grad)):
                 raise FloatingPointError(f"non-finite gradient at step {state['step']} (loss={loss})")
             state["theta"] = adam_step(state["theta"], grad, state["adam"], state["lr"])
@@ -378,7 +383,7 @@ def _train(config, checkpoint, resume, every, stop_at, progress, on_step):
             hist["train_loss"].append(float(loss))
             step, validated = state["step"], False
             if step % config.eval_every == 0 or step == config.n_steps:
-                ratio, obj = _validate(state["theta"], config, val)
+                ratio, obj = _validate(state["theta"], config, val, engine)
                 hist["val_step"].append(step), hist["val_ratio"].append(ratio)
                 hist["val_objective"].append(obj), hist["val_lr"].append(state["lr"])
                 if step < config.n_steps:

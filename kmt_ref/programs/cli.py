@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from .. import kernels
+from ..engine import Engine
 from . import experiments
 from ._cli import integer_at_least, positive_number
 from ._results import check_output_dir
@@ -195,7 +195,7 @@ def reproduce(name, argv=()):
     parser.add_argument("--seeds", type=_seed_list, default=None,
                         help="comma-separated seeds (default: all of the scale's seeds)")
     args = parser.parse_args(list(argv))
-    kernels.set_threads(args.threads)
+    engine = Engine(args.threads)
     scale = args.scale or DEFAULT_SCALE.get(name, "quick")
     if args.report:
         results_dir = args.results_dir or experiments.RESULTS_DIR
@@ -219,7 +219,8 @@ def reproduce(name, argv=()):
         parser.error(str(err))
     _catch_signals()
     print(f"{name} ({scale} scale): writing to {results_dir}", file=sys.stderr)
-    out = experiments.run_experiment(name, scale, results_dir, train_missing=not args.no_train, seeds=args.seeds)
+    out = experiments.run_experiment(name, scale, results_dir, train_missing=not args.no_train, seeds=args.seeds,
+                                     engine=engine)
     print(json.dumps(out, indent=1) if args.json else report_text(name, out))
     print(f"-> {os.path.join(results_dir, scale, name + '.json')}", file=sys.stderr)
     return 0
@@ -250,7 +251,7 @@ def train_command(argv=()):
     parser.add_argument("--steps", type=integer_at_least(1), help="training steps (paper: 10,000)")
     parser.add_argument("--lr", type=positive_number, help="initial Adam learning rate (paper: 0.01)")
     args = parser.parse_args(list(argv))
-    kernels.set_threads(args.threads)
+    engine = Engine(args.threads)
     scale = args.scale or "quick"
     overrides = {key: getattr(args, flag) for key, flag in
                  (("n", "n"), ("d", "d"), ("k", "k"), ("tau", "tau"), ("n_steps", "steps"), ("lr", "lr"),
@@ -267,7 +268,7 @@ def train_command(argv=()):
     print(f"checkpoint: {path}", file=sys.stderr)
     _catch_signals()
     try:
-        r = experiments.trained(scale, args.tokens, args.seed, results_dir, **overrides)
+        r = experiments.trained(scale, args.tokens, args.seed, results_dir, engine=engine, **overrides)
     except KeyboardInterrupt:
         saved = "progress saved in" if os.path.exists(path) else "nothing saved yet for"
         print(f"\ninterrupted: {saved} {path}; rerun the same command to resume", file=sys.stderr)

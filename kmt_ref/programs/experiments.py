@@ -131,7 +131,7 @@ def _loaded(path, config):
     return result
 
 
-def trained(scale, tokens, seed, results_dir=None, train_missing=True, progress=True, **overrides):
+def trained(scale, tokens, seed, results_dir=None, train_missing=True, progress=True, engine=None, **overrides):
     """The model of ``(scale, tokens, seed)``: loaded if finished, resumed if not, trained if absent.
 
     A checkpoint is looked for in ``results_dir`` (default
@@ -140,7 +140,7 @@ def trained(scale, tokens, seed, results_dir=None, train_missing=True, progress=
     more steps is copied there and resumed from the copy. With
     ``train_missing=False`` nothing is trained: an unfinished checkpoint is
     returned as it is (``result.finished`` is False) and a missing one gives
-    ``None``.
+    ``None``. ``engine``: how training runs (:class:`kmt_ref.engine.Engine`).
     """
     config = run_config(scale, tokens, seed, **overrides)
     results_dir = check_output_dir(results_dir or default_results_dir())
@@ -161,12 +161,12 @@ def trained(scale, tokens, seed, results_dir=None, train_missing=True, progress=
             os.makedirs(os.path.dirname(check_output_dir(path)), exist_ok=True)
             shutil.copyfile(committed, path)
         _announce(progress, f"resuming {tokens} seed {seed} at step {result.step} of {config.n_steps}", path)
-        return train(config, path, resume=True, progress=progress)
+        return train(config, path, resume=True, progress=progress, engine=engine)
     if not train_missing:
         return None
     os.makedirs(os.path.dirname(path), exist_ok=True)
     _announce(progress, f"training {tokens} seed {seed}: {config.n_steps} steps", path)
-    return train(config, path, progress=progress)
+    return train(config, path, progress=progress, engine=engine)
 
 
 def _announce(progress, what, path):
@@ -175,11 +175,11 @@ def _announce(progress, what, path):
               f"-> {path}", file=sys.stderr, flush=True)
 
 
-def _models(scale, tokens, results_dir, train_missing, progress, seeds=None, **overrides):
+def _models(scale, tokens, results_dir, train_missing, progress, seeds=None, engine=None, **overrides):
     # Finished or not, every model found is evaluated (``_status`` records how far each got).
     out = []
     for seed in SCALES[scale]["seeds"] if seeds is None else seeds:
-        r = trained(scale, tokens, seed, results_dir, train_missing, progress, **overrides)
+        r = trained(scale, tokens, seed, results_dir, train_missing, progress, engine, **overrides)
         if r is not None:
             out.append(r)
     if not out:
@@ -191,7 +191,7 @@ def _finite(values):
     return [None if not np.isfinite(v) else float(v) for v in values]
 
 
-def _curves(models, n_steps, n_tasks, reembed=True, progress=True, **task_options):
+def _curves(models, n_steps, n_tasks, reembed=True, progress=True, engine=None, **task_options):
     """Per-seed model and Lloyd curves on each seed's held-out tasks.
 
     A ``k`` among ``task_options`` runs every model with that many centers
@@ -205,7 +205,7 @@ def _curves(models, n_steps, n_tasks, reembed=True, progress=True, **task_option
                   f"{n_steps} steps{'' if reembed else ', no re-embedding'}", file=sys.stderr, flush=True)
         X, init = evaluation_tasks(r.config, n_tasks, **task_options)
         model = r.config.model.at_k(task_options.get("k", r.config.k))
-        c, f = model_curve(r.theta, model, X, init, n_steps, reembed=reembed)
+        c, f = model_curve(r.theta, model, X, init, n_steps, reembed=reembed, engine=engine)
         model_c.append(c), finite.append(f)
         lloyd_c.append(lloyd_curve(X, init, n_steps)[0])
     return np.array(model_c), np.array(lloyd_c), np.array(finite)
@@ -224,12 +224,13 @@ def _status(models):
     )
 
 
-def learning(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
+def learning(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """Learned (d+k tokens) vs Lloyd over 20 steps, with and without re-embedding."""
     s = SCALES[scale]
-    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
-    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress)
-    m_raw, _, finite_raw = _curves(models, s["n_eval_steps"], s["eval_tasks"], reembed=False, progress=progress)
+    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
+    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
+    m_raw, _, finite_raw = _curves(models, s["n_eval_steps"], s["eval_tasks"], reembed=False, progress=progress,
+                                   engine=engine)
     return dict(
         **_status(models),
         lloyd=_summary(ll), learned=_summary(m), learned_no_reembed=_summary(m_raw),
@@ -241,11 +242,11 @@ def learning(scale="quick", results_dir=None, train_missing=True, progress=True,
     )
 
 
-def ablation(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
+def ablation(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """The d-only model (no id/assignment block) vs Lloyd."""
     s = SCALES[scale]
-    models = _models(scale, "d", results_dir, train_missing, progress, seeds)
-    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress)
+    models = _models(scale, "d", results_dir, train_missing, progress, seeds, engine)
+    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
     return dict(
         **_status(models), lloyd=_summary(ll), d_only=_summary(m),
         lloyd_log_objective=float(np.median(ll[:, -1])),
@@ -259,7 +260,7 @@ def ablation(scale="quick", results_dir=None, train_missing=True, progress=True,
 EVAL_DROPOUT = 0.01
 
 
-def eval_dropout(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
+def eval_dropout(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """The learned ``[x | y]`` layer evaluated as the authors evaluate it: attention dropout on.
 
     On each seed's held-out tasks (those of :func:`learning`): Lloyd, the
@@ -269,7 +270,7 @@ def eval_dropout(scale="quick", results_dir=None, train_missing=True, progress=T
     fourth).
     """
     s = SCALES[scale]
-    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
+    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
     with_dropout = []
     for i, r in enumerate(models):
         if progress:
@@ -277,10 +278,11 @@ def eval_dropout(scale="quick", results_dir=None, train_missing=True, progress=T
                   f"p = {EVAL_DROPOUT}", file=sys.stderr, flush=True)
         X, init = evaluation_tasks(r.config, s["eval_tasks"])
         rng = np.random.default_rng(np.random.SeedSequence(r.config.seed).spawn(5)[4])
-        centers = run_steps(r.theta, X, init, r.config.model, s["n_eval_steps"], dropout=EVAL_DROPOUT, rng=rng)
+        centers = run_steps(r.theta, X, init, r.config.model, s["n_eval_steps"], dropout=EVAL_DROPOUT, rng=rng,
+                            engine=engine)
         with_dropout.append(log_objective_curve(X, centers)[0])
     with_dropout = np.array(with_dropout)
-    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress)
+    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
     return dict(
         **_status(models), dropout=EVAL_DROPOUT,
         lloyd=_summary(ll), learned=_summary(m), learned_dropout=_summary(with_dropout),
@@ -292,12 +294,12 @@ def eval_dropout(scale="quick", results_dir=None, train_missing=True, progress=T
     )
 
 
-def _shift(scale, results_dir, train_missing, progress, seeds, variants):
+def _shift(scale, results_dir, train_missing, progress, seeds, engine, variants):
     s = SCALES[scale]
-    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
+    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
     out = _status(models)
     for name, options in variants.items():
-        m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, **options)
+        m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine, **options)
         out[name] = dict(
             options=options, lloyd=_summary(ll), learned=_summary(m),
             lloyd_log_objective=float(np.median(ll[:, -1])),
@@ -307,23 +309,23 @@ def _shift(scale, results_dir, train_missing, progress, seeds, variants):
     return out
 
 
-def generalization(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
+def generalization(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """The model trained at n = 512 applied to other numbers of points."""
-    return _shift(scale, results_dir, train_missing, progress, seeds,
+    return _shift(scale, results_dir, train_missing, progress, seeds, engine,
                   {f"n={n}": dict(n=n) for n in SCALES[scale]["gen_n"]})
 
 
-def kmeanspp(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
+def kmeanspp(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """k-means++ initial centers (never seen in training) for model and Lloyd."""
-    return _shift(scale, results_dir, train_missing, progress, seeds, {"kmeans++": dict(init="kmeans++")})
+    return _shift(scale, results_dir, train_missing, progress, seeds, engine, {"kmeans++": dict(init="kmeans++")})
 
 
-def families(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
+def families(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """Other mixture families and options (trained on isotropic equal-weight normal)."""
     variants = {f: dict(family=f) for f in ("normal", "cauchy", "gumbel", "laplace", "lognormal")}
     variants["normal, unequal weights"] = dict(equal_weights=False)
     variants["normal, anisotropic"] = dict(isotropic=False)
-    return _shift(scale, results_dir, train_missing, progress, seeds, variants)
+    return _shift(scale, results_dir, train_missing, progress, seeds, engine, variants)
 
 
 def weight_summary(theta, model_config):
@@ -363,7 +365,7 @@ def _windowed(loss, window):
     return np.asarray(loss[: n * window]).reshape(n, window).mean(axis=1)
 
 
-def training_curves(scale="figures", results_dir=None, train_missing=True, progress=True, seeds=None,
+def training_curves(scale="figures", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None,
                     window=50):
     """The paper's training figures: training loss and validation ratio of every setting, over seeds.
 
@@ -381,7 +383,7 @@ def training_curves(scale="figures", results_dir=None, train_missing=True, progr
             for tokens in ("d+k", "d"):
                 key = (tokens, tuple(sorted(overrides.items())))
                 if key not in done:
-                    models = _models(scale, tokens, results_dir, train_missing, progress, seeds, **overrides)
+                    models = _models(scale, tokens, results_dir, train_missing, progress, seeds, engine, **overrides)
                     done[key] = dict(
                         tokens=tokens, **overrides, **_status(models),
                         val_step=np.asarray(models[0].history["val_step"]).tolist(),
@@ -398,13 +400,13 @@ def training_curves(scale="figures", results_dir=None, train_missing=True, progr
     return dict(seeds=first["seeds"], setting=setting, window=window, panels=panels)
 
 
-def weights(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None):
+def weights(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """Learned weights (every seed) summarized next to the construction."""
-    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds)
+    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
     return dict(**_status(models), per_seed=[weight_summary(r.theta, r.config.model) for r in models])
 
 
-def any_k(scale="beyond", results_dir=None, train_missing=True, progress=True, seeds=None):
+def any_k(scale="beyond", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """One set of weights at every k: the tied layer trained at k = 10 against Lloyd and per-k models.
 
     For each k of :data:`ANY_K`: Lloyd, the tied ``[x | y]`` layer trained at
@@ -418,20 +420,20 @@ def any_k(scale="beyond", results_dir=None, train_missing=True, progress=True, s
         "tied": (f"tied [x | y], trained at k = {base}", "d+k", dict(tied=True)),
         "d_only": (f"[x] only, trained at k = {base}", "d", {}),
     }
-    models = {key: _models(scale, tokens, results_dir, train_missing, progress, seeds, **o)
+    models = {key: _models(scale, tokens, results_dir, train_missing, progress, seeds, engine, **o)
               for key, (_, tokens, o) in kinds.items()}
     out = dict(ks=list(ANY_K), trained_at_k=base, models={key: label for key, (label, _, _) in kinds.items()},
                status={key: _status(m) for key, m in models.items()}, per_k={})
     for k in ANY_K:
-        standard = _models(scale, "d+k", results_dir, train_missing, progress, seeds,
+        standard = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine,
                            **({} if k == base else dict(k=k)))
         row = dict(standard_model=f"standard [x | y], trained at k = {k}", standard_status=_status(standard))
-        m, ll, _ = _curves(standard, s["n_eval_steps"], s["eval_tasks"], progress=progress, k=k)
+        m, ll, _ = _curves(standard, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine, k=k)
         row.update(lloyd=_summary(ll), standard=_summary(m), lloyd_log_objective=float(np.median(ll[:, -1])),
                    standard_log_objective=_finite([np.median(m[:, -1])])[0],
                    lloyd_final=_finite(ll[:, -1]), standard_final=_finite(m[:, -1]))
         for key, ms in models.items():
-            m, ll2, _ = _curves(ms, s["n_eval_steps"], s["eval_tasks"], progress=progress, k=k)
+            m, ll2, _ = _curves(ms, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine, k=k)
             if not np.array_equal(ll, ll2):
                 raise AssertionError("the models of one k were evaluated on different tasks")
             row[key] = _summary(m)
@@ -443,7 +445,7 @@ def any_k(scale="beyond", results_dir=None, train_missing=True, progress=True, s
     return out
 
 
-def multi_step(scale="beyond", results_dir=None, train_missing=True, progress=True, seeds=None):
+def multi_step(scale="beyond", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """Layers trained through T re-embedded applications, evaluated at 20 steps.
 
     ``T`` in :data:`MULTI_STEP` with the loss on the last application's
@@ -457,8 +459,8 @@ def multi_step(scale="beyond", results_dir=None, train_missing=True, progress=Tr
     lloyd = None
     for T, loss_on in runs:
         overrides = {} if T == 1 else dict(n_layers=T, **({} if loss_on == "last" else dict(loss_on=loss_on)))
-        models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, **overrides)
-        m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress)
+        models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine, **overrides)
+        m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
         if lloyd is not None and not np.array_equal(ll, lloyd):
             raise AssertionError("the models of different T were evaluated on different tasks")
         lloyd = ll
@@ -538,7 +540,7 @@ def _construction_on(X, inits):
     return rows
 
 
-def _learned_on(models, X, inits, labels, n_steps, progress, what):
+def _learned_on(models, X, inits, labels, n_steps, progress, what, engine):
     """Log objective after ``n_steps`` and agreement with the classes, per seed (means over initializations)."""
     k = inits.shape[1]
     Xb = np.broadcast_to(X, (len(inits),) + X.shape)
@@ -546,7 +548,7 @@ def _learned_on(models, X, inits, labels, n_steps, progress, what):
     for r in models:
         if progress:
             print(f"  {what}: seed {r.config.seed}", file=sys.stderr, flush=True)
-        centers = run_steps(r.theta, Xb, inits, r.config.model.at_k(k), n_steps, chunk=4)
+        centers = run_steps(r.theta, Xb, inits, r.config.model.at_k(k), n_steps, chunk=4, engine=engine)
         per_seed.append(_scores(X, centers, labels))
     return dict(
         log_objective=float(np.median([p["log_objective"] for p in per_seed])),
@@ -564,7 +566,7 @@ def _scores(X, centers, labels):
     return dict(log_objective=float(np.mean(logs)), ari=float(np.mean(aris)), finite=finite)
 
 
-def real_data(scale="beyond", results_dir=None, train_missing=True, progress=True, seeds=None):
+def real_data(scale="beyond", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """Four real data sets: the constructions' exactness, and the learned layers against Lloyd.
 
     On each data set (scaled to ``[0, 1]``, ``k`` = its number of classes)
@@ -586,7 +588,7 @@ def real_data(scale="beyond", results_dir=None, train_missing=True, progress=Tru
     s = SCALES[scale]
     base = run_config(scale)
     kinds = {"tied": ("d+k", dict(tied=True)), "d_only": ("d", {}), "standard": ("d+k", {})}
-    models = {key: _models(scale, tokens, results_dir, train_missing, progress, seeds, **o)
+    models = {key: _models(scale, tokens, results_dir, train_missing, progress, seeds, engine, **o)
               for key, (tokens, o) in kinds.items()}
     out = dict(restarts=REAL_DATA_RESTARTS, construction_layers=REAL_DATA_LAYERS, gammas=list(REAL_DATA_GAMMAS),
                n_eval_steps=s["n_eval_steps"], width=base.d, status={key: _status(m) for key, m in models.items()},
@@ -607,7 +609,7 @@ def real_data(scale="beyond", results_dir=None, train_missing=True, progress=Tru
         for key, ms in models.items():
             if key == "standard" and k != base.k:
                 continue
-            row[key] = _learned_on(ms, Xw, inits, labels, s["n_eval_steps"], progress, f"{name}, {key}")
+            row[key] = _learned_on(ms, Xw, inits, labels, s["n_eval_steps"], progress, f"{name}, {key}", engine)
         key = "standard" if k == base.k else "tied"
         row["separation"] = separation_ratio(Xw, labels)
         row["spread"] = dict(model=key, per_factor={})
@@ -615,7 +617,7 @@ def real_data(scale="beyond", results_dir=None, train_missing=True, progress=Tru
             Z = spread_classes(Xw, labels, factor)
             lloyd_z = _scores(Z, np.stack([lloyd(Z, c, s["n_eval_steps"]).centers for c in Z[picks]], axis=1), labels)
             learned = _learned_on(models[key], Z, Z[picks], labels, s["n_eval_steps"], progress,
-                                  f"{name}, class means x{factor:g}")
+                                  f"{name}, class means x{factor:g}", engine)
             row["spread"]["per_factor"][f"x{factor:g}"] = dict(
                 separation=separation_ratio(Z, labels), lloyd_log_objective=lloyd_z["log_objective"],
                 learned_log_objective=learned["log_objective"],
@@ -670,12 +672,13 @@ def reproduce_command(name, scale, train_missing=True, seeds=None):
 
 
 def run_experiment(name, scale="quick", results_dir=None, train_missing=True, progress=True,
-                   seeds=None):
+                   seeds=None, engine=None):
     """Run one experiment and write ``<results_dir>/<scale>/<name>.json``; return the dict.
 
     ``results_dir`` defaults to :func:`default_results_dir` and may not be the
     committed results. ``seeds`` restricts the experiment to some of the
-    scale's seeds (default: all).
+    scale's seeds (default: all). ``engine``: how models are trained and run
+    (:class:`kmt_ref.engine.Engine`; the results do not depend on it).
     """
     import json
 
@@ -685,7 +688,7 @@ def run_experiment(name, scale="quick", results_dir=None, train_missing=True, pr
     # The revision of the code as it was imported, before a long run lets the checkout move on.
     revision = git_revision()
     t0 = time.perf_counter()
-    out = EXPERIMENTS[name](scale, results_dir, train_missing, progress, seeds)
+    out = EXPERIMENTS[name](scale, results_dir, train_missing, progress, seeds, engine)
     out = dict(
         experiment=name, scale=scale, command=reproduce_command(name, scale, train_missing, seeds),
         git_revision=revision, wall_time=time.perf_counter() - t0, **out,

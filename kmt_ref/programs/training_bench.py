@@ -14,8 +14,8 @@ import time
 import autograd
 import numpy as np
 
-from .. import attention, kernels
 from .._validation import check_int
+from ..engine import REFERENCE, Engine
 from ..learning.model import init_params
 from ..learning.train import TrainConfig, batch_loss
 from ..tasks import sample_tasks
@@ -44,7 +44,7 @@ def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=T
         Also time autograd's differentiation of the reference attention (on
         one thread), for the speed-up of the hand-written gradient.
     threads : tuple of int
-        Thread counts over the batch's tasks (:func:`kmt_ref.kernels.set_threads`)
+        Thread counts over the batch's tasks (:class:`kmt_ref.engine.Engine`)
         at which the fast kernels are timed, one after the other in every
         repetition, so that their ratio is measured under the same load.
 
@@ -67,25 +67,20 @@ def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=T
     theta = init_params(config.model, rng)
     X, init = sample_tasks(rng, batch, **config.task_kwargs())
     grad_fn = autograd.value_and_grad(batch_loss)
-    variants = {("fused" if i == 0 else f"fused, {t} threads"): (kernels.attend, t) for i, t in enumerate(threads)}
+    variants = {("fused" if i == 0 else f"fused, {t} threads"): Engine(t) for i, t in enumerate(threads)}
     if generic:
-        variants["generic"] = (attention.attend, 1)
+        variants["generic"] = REFERENCE
     times = {v: {"forward": [], "step": [], "step_cpu": []} for v in variants}
     grads = {}
-    saved = kernels.threads()
-    try:
-        for rep in range(repeats + 1):
-            for name, (attend, t) in variants.items():
-                kernels.set_threads(t)
-                f, _ = _timed(lambda attend=attend: batch_loss(theta, X, init, config, attend))
-                s, c = _timed(lambda name=name, attend=attend:
-                              grads.__setitem__(name, grad_fn(theta, X, init, config, attend)[1]))
-                if rep > 0:  # the first round is a warm-up
-                    times[name]["forward"].append(f)
-                    times[name]["step"].append(s)
-                    times[name]["step_cpu"].append(c)
-    finally:
-        kernels.set_threads(saved)
+    for rep in range(repeats + 1):
+        for name, engine in variants.items():
+            f, _ = _timed(lambda engine=engine: batch_loss(theta, X, init, config, engine))
+            s, c = _timed(lambda name=name, engine=engine:
+                          grads.__setitem__(name, grad_fn(theta, X, init, config, engine)[1]))
+            if rep > 0:  # the first round is a warm-up
+                times[name]["forward"].append(f)
+                times[name]["step"].append(s)
+                times[name]["step_cpu"].append(c)
     out = {"setting": dict(n=n, d=d, k=k, batch=batch, repeats=repeats, threads=list(threads))}
     for name in variants:
         f, s = float(np.median(times[name]["forward"])), float(np.median(times[name]["step"]))

@@ -1,0 +1,72 @@
+"""An Engine says how a model runs, never what it computes.
+
+(That the reference engine computes the fast engine's numbers is tested per model in test_kernels.py and for the
+training gradient in test_learning_model.py and test_learning_tied.py.)
+"""
+
+import dataclasses
+
+import autograd
+import numpy as np
+import pytest
+
+import kmt_ref
+from kmt_ref.engine import REFERENCE, Engine
+from kmt_ref.learning import ModelConfig, init_params, to_transformer
+from kmt_ref.learning.train import TrainConfig, batch_loss, train
+
+
+def _tasks(seed=8, B=5, n=40, d=3, k=4):
+    X = np.random.default_rng(seed).normal(size=(B, n, d))
+    return X, X[:, :k] + 0.05
+
+
+def _construction_run(engine):
+    X, init = _tasks()
+    t = kmt_ref.lloyd_transformer(3, 4, 1e4).run(X, init, 3, engine=engine)
+    return t.centers, t.labels, t.assignments
+
+
+def _learned_run(engine):
+    X, init = _tasks()
+    config = ModelConfig(3, 4)
+    t = to_transformer(init_params(config, np.random.default_rng(8)), config).run(X, init, 3, reembed=True,
+                                                                                  engine=engine)
+    return t.centers, t.labels, t.assignments
+
+
+def _gradient(engine):
+    X, init = _tasks(B=6, n=30, d=4, k=3)
+    cfg = TrainConfig(d=4, k=3, n=30, batch=6)
+    value, grad = autograd.value_and_grad(batch_loss)(init_params(cfg.model, np.random.default_rng(0)), X, init,
+                                                      cfg, engine)
+    return np.array(value), grad
+
+
+def _training(engine):
+    # Validation tasks (9, not a multiple of the batch) are split across the threads too.
+    config = TrainConfig(d=2, k=3, n=30, batch=4, n_steps=20, eval_every=5, val_tasks=9, seed=2)
+    r = train(config, progress=False, engine=engine)
+    return (r.theta, *(np.asarray(v) for v in r.history.values()))
+
+
+WORKLOADS = {"construction run": _construction_run, "learned run": _learned_run,
+             "training-loss gradient": _gradient, "training run": _training}
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_results_do_not_depend_on_the_thread_count(name):
+    one, two = WORKLOADS[name](Engine(1)), WORKLOADS[name](Engine(2))
+    assert len(one) == len(two)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_an_engine_is_a_frozen_validated_value():
+    assert Engine() == Engine(1) != Engine(2) and REFERENCE.reference and not Engine().reference
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Engine().threads = 2
+    with pytest.raises(ValueError, match="threads=0"):
+        Engine(0)
+    with pytest.raises(ValueError, match="threads must be an integer"):
+        Engine(1.5)
