@@ -2,7 +2,7 @@
 
 The layer (:func:`kmt_ref.layer.transformer_layer`) says *what* is computed:
 the paper's residual sums. An :class:`Engine` says *how*: which attention
-implementation computes a block (the fast :func:`kmt_ref.kernels.attend`, or
+implementation computes a block (the fast ``kmt_ref.kernels.attend``, or
 the reference :func:`kmt_ref.attention.attend` that a reader checks against),
 whether a block's output is added into the residual stream in place, and
 how many threads share a batch's tasks. Results do not depend on the engine:
@@ -14,11 +14,11 @@ Models, the loss and training take ``engine=``; the command line builds one
 from ``--threads``.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import attention, kernels
 from ._validation import check_bool, check_int
-from .pool import TaskPool
+from .kernels.pool import TaskPool
 
 __all__ = ["Engine", "REFERENCE"]
 
@@ -31,12 +31,16 @@ class Engine:
 
     threads: int = 1
     reference: bool = False
-    pool: TaskPool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "threads", check_int(self.threads, "threads", low=1))
         object.__setattr__(self, "reference", check_bool(self.reference, "reference"))
-        object.__setattr__(self, "pool", TaskPool(self.threads))
+        object.__setattr__(self, "_pool", TaskPool(self.threads))  # its worker threads belong to this value
+
+    @property
+    def pool(self):
+        """The ``kmt_ref.kernels.pool.TaskPool`` that splits a batch's tasks over the threads."""
+        return self._pool
 
     def attend(self, Zq, Zk, block, rng=None):
         """One attention block's output, shape ``(..., m, D)`` (see :func:`kmt_ref.attention.attend`)."""

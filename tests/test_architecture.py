@@ -73,3 +73,18 @@ def test_the_library_never_imports_the_programs_above_it():
 
     upward = sorted(f"{m} -> {d}" for m, deps in graph.items() if not above(m) for d in deps if above(d))
     assert upward == [], "library modules importing programs: " + "; ".join(upward)
+
+
+#: The speed wing's tiers, lowest first: a tier imports only tiers below it, and the wing never imports
+#: the engine or the layer that use it.
+KERNEL_TIERS = (("kmt_ref.kernels.pool", "kmt_ref.kernels.structure"), ("kmt_ref.kernels.softmax",),
+                ("kmt_ref.kernels.plain",), ("kmt_ref.kernels.fast",))
+
+
+def test_the_kernels_are_tiers_that_only_import_downward():
+    graph = import_graph()
+    level = {m: i for i, tier in enumerate(KERNEL_TIERS) for m in tier}
+    assert set(level) == {m for m in graph if m.startswith("kmt_ref.kernels.")}, "a kernel module has no tier"
+    wrong = sorted(f"{m} -> {d}" for m in level for d in graph[m]
+                   if (d in level and level[d] >= level[m]) or d in ("kmt_ref.engine", "kmt_ref.layer"))
+    assert wrong == [], "kernel modules importing sideways or up: " + "; ".join(wrong)

@@ -101,8 +101,7 @@ def test_rendered_text_ignores_code_and_finds_raw_tex(check_pages):
 AUTOMODULE = re.compile(r"\.\. automodule:: (\S+)\n((?:   :[\w-]+:.*\n)*)")
 #: Modules of the package that are not library API: programs, plotting, the
 #: workbook, the speed wing (same numbers as the reference attention) and private modules.
-NOT_API = ("kmt_ref.programs", "kmt_ref.plotting", "kmt_ref.exercises", "kmt_ref.data", "kmt_ref.kernels",
-          "kmt_ref.pool")
+NOT_API = ("kmt_ref.programs", "kmt_ref.plotting", "kmt_ref.exercises", "kmt_ref.data", "kmt_ref.kernels")
 
 
 def api_modules():

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 import kmt_ref
-from kmt_ref import attention, kernels, pool
+from kmt_ref import attention, kernels
 from kmt_ref.engine import REFERENCE, Engine
+from kmt_ref.kernels import pool
 from kmt_ref.layer import transformer_layer
 from kmt_ref.learning.model import ModelConfig, init_params, to_transformer
 from kmt_ref.variants import VARIANTS
@@ -126,7 +127,7 @@ def test_softmax_kernel_equals_the_reference_softmax_bit_for_bit_at_the_edges():
     S[6, 2] = np.nan  # nan stays nan, as in the reference
     with np.errstate(invalid="ignore"):
         ref = attention.softmax(S)
-        fast = kernels._softmax_inplace(S.copy())
+        fast = kernels.softmax.softmax_inplace(S.copy())
     np.testing.assert_array_equal(fast, ref)
     assert np.all(fast[4:6][np.isneginf(S[4:6])] == 0.0)
     assert fast[1, 2] > 0 and fast[2, 3] == 0
@@ -134,10 +135,10 @@ def test_softmax_kernel_equals_the_reference_softmax_bit_for_bit_at_the_edges():
 
 def test_linear_attention_over_chunks_of_keys_equals_lloyd_with_an_empty_cluster(monkeypatch):
     # Force the key-streamed path (few centers, "many" points) on a small problem.
-    monkeypatch.setattr(kernels, "STREAM_ELEMENTS", 64)
+    monkeypatch.setattr(kernels.plain, "STREAM_ELEMENTS", 64)
     calls = []
-    streamed = kernels._linear_over_keys
-    monkeypatch.setattr(kernels, "_linear_over_keys", lambda *a: calls.append(1) or streamed(*a))
+    streamed = kernels.plain.linear_over_keys
+    monkeypatch.setattr(kernels.plain, "linear_over_keys", lambda *a: calls.append(1) or streamed(*a))
     rng = np.random.default_rng(4)
     X = rng.normal(size=(300, 3))
     init = np.vstack([X[:3], [[50.0, 50.0, 50.0]]])  # the last center gets no point: uniform attention
@@ -154,7 +155,7 @@ def test_linear_attention_over_chunks_of_keys_equals_lloyd_with_an_empty_cluster
 
 
 def test_streamed_linear_attention_runs_each_task_of_a_batch_as_if_alone(monkeypatch):
-    monkeypatch.setattr(kernels, "STREAM_ELEMENTS", 64)
+    monkeypatch.setattr(kernels.plain, "STREAM_ELEMENTS", 64)
     rng = np.random.default_rng(6)
     X = rng.normal(size=(3, 200, 2))
     init = X[:, :4] + 0.01

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_int
+from .._validation import check_int
 
 __all__ = ["TaskPool", "even_slices", "CACHE_ELEMENTS", "TASK_CHUNK_ELEMENTS"]
 

@@ -1,0 +1,267 @@
+"""The Euclidean softmax attention and the projections as ``autograd`` primitives, with their gradients.
+
+Their vector-Jacobian products are written by hand: they keep no (m, r)
+intermediates for the backward pass, and they give the gradient ``autograd``
+gives for the operations written out, bit for bit. Both work a cache-sized
+chunk of tasks at a time, spread over a :class:`~kmt_ref.kernels.pool.TaskPool`'s
+threads. The plain-array softmax (:func:`softmax_inplace`) is shared with
+:mod:`kmt_ref.kernels.plain`.
+"""
+
+import numpy as np
+from autograd.extend import defvjp, defvjp_argnums, primitive
+
+from .._validation import check_int, check_projection
+from .pool import TaskPool
+
+__all__ = ["euclidean_softmax_attention", "project", "query_rows", "euclidean_softmax_weights", "softmax_inplace",
+           "SERIAL"]
+
+#: One thread: the pool of the kernels' callers that pass none.
+SERIAL = TaskPool(1)
+
+#: Below this, ``exp`` is exactly 0 in float64 (``exp(-745.14)`` is the last
+#: value that rounds up to the smallest subnormal).
+EXP_UNDERFLOW = -746.0
+
+
+def _row_max(S):
+    """``S.max(axis=-1, keepdims=True)``; for short rows as a running maximum over columns.
+
+    The same numbers (a maximum is exact), about three times faster for a
+    few keys per query, where NumPy's reduction along a short axis is slow.
+    """
+    if S.shape[-1] > 32 or S.shape[-1] == 0:
+        return np.max(S, axis=-1, keepdims=True)
+    out = S[..., :1].copy()
+    for j in range(1, S.shape[-1]):
+        np.maximum(out, S[..., j : j + 1], out=out)
+    return out
+
+
+def euclidean_softmax_weights(queries, keys, gamma):
+    """``softmax_b(-gamma ||q_a - k_b||^2)`` with plain NumPy, shape (..., m, r).
+
+    ``-||q_a||^2`` is the same for every key of row ``a``, so it cancels in
+    the softmax: the scores used are ``gamma (2 q_a . k_b - ||k_b||^2)``,
+    computed in place in one (..., m, r) buffer.
+    """
+    S = np.matmul(queries, np.swapaxes(keys, -1, -2))
+    S *= 2.0 * gamma
+    S -= gamma * np.sum(keys * keys, axis=-1)[..., None, :]
+    return softmax_inplace(S)
+
+
+def softmax_inplace(S):
+    """Row-wise softmax of the scores ``S``, in ``S``: the operations of :func:`~kmt_ref.attention.softmax`.
+
+    Shifted scores below :data:`EXP_UNDERFLOW` are set to a harmless value
+    before ``exp`` and to 0 after (``exp`` is slow on arguments that
+    underflow; the result is the same).
+    """
+    S -= _row_max(S)
+    dead = S < EXP_UNDERFLOW
+    if dead.any():
+        # Multiplying by a 0/1 mask is several times faster than a masked copy; it turns a
+        # score of -inf into nan, which the (rare) repair below sets to the 0 it should be.
+        keep = 1.0 - dead
+        S *= keep
+        np.exp(S, out=S)
+        S *= keep
+        total = np.sum(S, axis=-1, keepdims=True)
+        if np.isnan(total).any():
+            np.copyto(S, 0.0, where=dead)
+            total = np.sum(S, axis=-1, keepdims=True)
+    else:
+        np.exp(S, out=S)
+        total = np.sum(S, axis=-1, keepdims=True)
+    S /= total
+    return S
+
+
+def _esa_forward(queries, keys, values, gamma, rows):
+    """The attention of each chunk of ``rows`` query rows."""
+    m = queries.shape[-2]
+    if m <= rows:
+        return np.matmul(euclidean_softmax_weights(queries, keys, gamma), values)
+    out = np.empty(queries.shape[:-1] + values.shape[-1:])
+    for a in range(0, m, rows):
+        out[..., a : a + rows, :] = np.matmul(euclidean_softmax_weights(queries[..., a : a + rows, :], keys, gamma),
+                                              values)
+    return out
+
+
+def _esa_chunk_backward(queries, keys, values, G, gamma):
+    """``(dQ, dK, dV)`` of one chunk of query rows (the formulas of :func:`euclidean_softmax_attention`)."""
+    A = euclidean_softmax_weights(queries, keys, gamma)
+    dS = np.matmul(G, np.swapaxes(values, -1, -2))  # dA, turned into dS in place
+    dS -= np.sum(A * dS, axis=-1, keepdims=True)
+    dS *= A
+    dQ = 2.0 * gamma * np.matmul(dS, keys)
+    cols = np.sum(dS, axis=-2)[..., :, None]
+    dK = 2.0 * gamma * (np.matmul(np.swapaxes(dS, -1, -2), queries) - cols * keys)
+    return dQ, dK, np.matmul(np.swapaxes(A, -1, -2), G)
+
+
+def _esa_backward(queries, keys, values, G, gamma, rows):
+    """``(dQ, dK, dV)`` over all chunks of query rows.
+
+    The chunks' ``dK`` and ``dV`` are summed last chunk first: the order in which
+    ``autograd`` accumulated them when each chunk was a node of its own, kept so
+    that gradients (and with them trained models) stay the same to the bit.
+    """
+    m = queries.shape[-2]
+    if m <= rows:
+        return _esa_chunk_backward(queries, keys, values, G, gamma)
+    dQ, dK, dV = np.empty(queries.shape), None, None
+    for a in reversed(range(0, m, rows)):
+        gq, gk, gv = _esa_chunk_backward(queries[..., a : a + rows, :], keys, values, G[..., a : a + rows, :], gamma)
+        dQ[..., a : a + rows, :] = gq
+        dK, dV = (gk, gv) if dK is None else (dK + gk, dV + gv)
+    return dQ, dK, dV
+
+
+@primitive
+def euclidean_softmax_attention(queries, keys, values, gamma, rows, pool=SERIAL):
+    """Fused Euclidean softmax attention ``softmax(-gamma ||q_a - k_b||^2) @ values``.
+
+    Parameters
+    ----------
+    queries : ndarray, shape (..., m, D)
+        Projected queries ``Zq @ Wq.T (+ bq)``.
+    keys : ndarray, shape (..., r, D)
+        Projected keys, with the same leading axes as ``queries``.
+    values : ndarray, shape (..., r, Dv)
+    gamma : float
+        Inverse temperature (not differentiated).
+    rows : int
+        Query rows attended at once (bounds the memory; not differentiated).
+    pool : TaskPool
+        Threads over the leading (task) axis (:class:`kmt_ref.kernels.pool.TaskPool`;
+        results do not depend on it).
+
+    Returns
+    -------
+    ndarray, shape (..., m, Dv)
+
+    Notes
+    -----
+    With ``A`` the attention weights, ``G`` the output cotangent and
+    ``S = gamma (2 q_a . k_b - |k_b|^2)`` the scores (``-gamma |q_a|^2`` dropped:
+    it cancels in the softmax), the vector-Jacobian product is::
+
+        dV = A^T G
+        dS = A * (G V^T - rowsum(A * (G V^T)))        softmax Jacobian, row-wise
+        dQ = 2 gamma dS K
+        dK = 2 gamma (dS^T Q - colsum(dS) * K)
+
+    ``A`` is recomputed in the backward pass instead of stored, so the
+    backward pass holds one (..., rows, r) array at a time, where autograd's
+    generic differentiation of the reference path would keep every
+    intermediate (distances, shifted scores, exponentials, weights).
+    """
+    rows = check_int(rows, "rows", low=1)
+    per_task = queries.shape[-2] * keys.shape[-2]
+    return pool.over_tasks(lambda q, k, v: _esa_forward(q, k, v, gamma, rows), per_task, queries, keys, values)
+
+
+def _esa_vjp(argnums, ans, args, kwargs):
+    """VJP of :func:`euclidean_softmax_attention` for the requested arguments."""
+    queries, keys, values, gamma, rows, *rest = args
+    pool = rest[0] if rest else kwargs.get("pool", SERIAL)
+    if any(i > 2 for i in argnums):
+        raise NotImplementedError("euclidean_softmax_attention is not differentiable in gamma, rows or pool")
+
+    def vjp(G):
+        per_task = queries.shape[-2] * keys.shape[-2]
+        grads = pool.over_tasks(lambda q, k, v, g: _esa_backward(q, k, v, g, gamma, rows), per_task,
+                                queries, keys, values, G)
+        return tuple(grads[i] for i in argnums)
+
+    return vjp
+
+
+defvjp_argnums(euclidean_softmax_attention, _esa_vjp)
+
+
+def _sum_leading(x, ndim):
+    """Sum the leading axes of ``x`` away down to ``ndim`` axes, one at a time, as ``autograd`` unbroadcasts."""
+    while x.ndim > ndim:
+        x = np.sum(x, axis=0)
+    return x
+
+
+@primitive
+def project(Z, W, b, pool=SERIAL):
+    """``Z @ W.T + b`` (``b`` may be None) for autograd, a cache-sized chunk of tasks at a time on the threads.
+
+    Parameters
+    ----------
+    Z : ndarray, shape (..., m, D)
+    W : ndarray, shape (D', D)
+    b : ndarray, shape (D',), or None
+    pool : TaskPool
+        Threads over the leading (task) axis (results do not depend on it).
+
+    Returns
+    -------
+    ndarray, shape (..., m, D')
+
+    Notes
+    -----
+    The gradient is ``autograd``'s for the same expression, bit for bit:
+    ``dZ = G W`` and the per-task products ``Z^T G`` are computed a chunk of
+    tasks at a time (in parallel), then ``dW`` and ``db`` sum them over the
+    tasks one task after the other, in autograd's order.
+    """
+    check_projection(Z, W, b)
+    return pool.over_tasks(lambda z: _plain_project(z, W, b), Z.shape[-2] * W.shape[0], Z)
+
+
+def _plain_project(Z, W, b):
+    out = np.matmul(Z, np.swapaxes(W, -1, -2))
+    return out if b is None else out + b
+
+
+def _project_vjp(argnums, ans, args, kwargs):
+    Z, W, b, *rest = args
+    pool = rest[0] if rest else kwargs.get("pool", SERIAL)
+
+    def parts(z, g):
+        return tuple(np.matmul(g, W) if i == 0 else np.matmul(np.swapaxes(z, -1, -2), g) for i in argnums if i < 2)
+
+    def vjp(G):
+        per_task = pool.over_tasks(parts, G.shape[-2] * G.shape[-1], Z, G) if 0 in argnums or 1 in argnums else ()
+        grads = dict(zip([i for i in argnums if i < 2], per_task, strict=True))
+        if 1 in grads:
+            grads[1] = np.swapaxes(_sum_leading(grads[1], 2), -1, -2)
+        if 2 in argnums:
+            grads[2] = _sum_leading(G, 1)
+        return tuple(grads[i] for i in argnums)
+
+    return vjp
+
+
+defvjp_argnums(project, _project_vjp)
+
+
+@primitive
+def query_rows(Z, start, stop):
+    """``Z[..., start:stop, :]`` for autograd: its gradient is the cotangent added into zeros by slice.
+
+    The same numbers as autograd's generic gradient of indexing (``0 + g``),
+    which goes through ``numpy.add.at`` and costs about 8% of a training step.
+    """
+    return Z[..., start:stop, :]
+
+
+def _query_rows_vjp(ans, Z, start, stop):
+    def vjp(g):
+        out = np.zeros(np.shape(Z))
+        out[..., start:stop, :] += g
+        return out
+
+    return vjp
+
+
+defvjp(query_rows, _query_rows_vjp)

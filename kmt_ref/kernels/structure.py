@@ -1,0 +1,92 @@
+"""What a block's weights read and write, found once per block (the lowest tier of the kernels).
+
+The constructions' weights are block projectors: most rows of ``Wq, Wk, Wv``
+are zero and the rest are often ``+-I``. :func:`structure` finds which
+coordinates a score reads and a value writes; a ``+-I`` projection is then a
+view of the tokens, not a product.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Projection", "Structure", "structure"]
+
+
+def _as_index(mask):
+    """Boolean mask -> ``None`` (all), a slice (one contiguous run) or indices."""
+    idx = np.flatnonzero(mask)
+    if len(idx) == len(mask):
+        return None
+    if len(idx) and idx[-1] - idx[0] + 1 == len(idx):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
+@dataclass(frozen=True)
+class Projection:
+    """``Z @ W[rows].T + b[rows]`` reduced to what it touches.
+
+    ``cols`` are the input coordinates ``W[rows]`` reads; ``sign`` is +1 or -1
+    when ``W[rows][:, cols]`` is ``+-I`` (the projection is then a view of the
+    tokens), else 0 and ``W`` is the reduced matrix.
+    """
+
+    W: np.ndarray
+    b: np.ndarray | None
+    cols: object
+    sign: int
+
+    def __call__(self, Z):
+        if self.cols is not None:
+            Z = Z[..., self.cols]
+        if self.sign == 1:
+            return Z
+        if self.sign == -1:
+            return -Z
+        out = Z @ self.W.T
+        return out if self.b is None else out + self.b
+
+
+def _projection(W, b, rows):
+    if rows is not None:
+        W, b = W[rows], (None if b is None else b[rows])
+    cols = _as_index(np.any(W != 0, axis=0))
+    if cols is not None:
+        W = W[:, cols]
+    sign = 0
+    if b is None and W.shape[0] == W.shape[1]:
+        eye = np.eye(W.shape[0])
+        sign = 1 if np.array_equal(W, eye) else -1 if np.array_equal(W, -eye) else 0
+    return Projection(W, b, cols, sign)
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What one block's weights read and write (found once per block).
+
+    ``value_rows``: the output coordinates the block can make non-zero
+    (``None``: all); ``values``, ``queries``, ``keys``: the reduced projections.
+    """
+
+    value_rows: object
+    values: Projection
+    queries: Projection
+    keys: Projection
+
+
+def _rows(W, b):
+    rows = np.any(W != 0, axis=1)
+    return rows if b is None else rows | (b != 0)
+
+
+def structure(block):
+    """The :class:`Structure` of a block of plain arrays, cached on the (frozen) block."""
+    cached = block.__dict__.get("_structure")
+    if cached is None:
+        value_rows = _as_index(_rows(block.Wv, block.bv))
+        score_rows = _as_index(_rows(block.Wq, block.bq) | _rows(block.Wk, block.bk))
+        cached = Structure(value_rows, _projection(block.Wv, block.bv, value_rows),
+                           _projection(block.Wq, block.bq, score_rows), _projection(block.Wk, block.bk, score_rows))
+        block.__dict__["_structure"] = cached  # the block's arrays are read-only: this cannot go stale
+    return cached
