@@ -40,7 +40,7 @@ import numpy as np
 from ._validation import check_bool, check_choice, check_int, check_k, check_positive, check_rng
 from .classical import kmeans_plusplus
 
-__all__ = ["FAMILIES", "INITS", "gaussian_mixture", "sample_tasks", "initial_centers", "figure3_data",
+__all__ = ["FAMILIES", "INITS", "gaussian_mixture", "sample_tasks", "draw_tasks", "initial_centers", "figure3_data",
            "FIGURE3_PAPER_LOG_OBJECTIVES"]
 
 #: The log objectives after 0..10 layers that the authors' Figure 3 notebook
@@ -189,6 +189,12 @@ def sample_tasks(
     equal_weights = check_bool(equal_weights, "equal_weights")
     isotropic = check_bool(isotropic, "isotropic")
     check_init(init)
+    return draw_tasks(rng, n_tasks, n, d, k, family, scale, equal_weights, isotropic, init)
+
+
+def draw_tasks(rng, n_tasks, n, d, k, family, scale, equal_weights, isotropic, init):
+    """Trusted kernel of :func:`sample_tasks` (the same arguments, already checked; a training run draws
+    a batch every step from a configuration validated once)."""
     X, _ = _draw_mixture(rng, n_tasks, n, d, k, family, scale, equal_weights, isotropic)
     X = X[np.arange(n_tasks)[:, None], np.argsort(rng.uniform(size=(n_tasks, n)), axis=1)]  # permute, per task
     return X, initial_centers(X, k, init, rng)

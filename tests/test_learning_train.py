@@ -43,6 +43,35 @@ def test_a_run_interrupted_by_ctrl_c_resumes_to_the_same_result(tmp_path):
     assert np.array_equal(full.theta, resumed.theta)
 
 
+@pytest.mark.parametrize("where", ["the gradient", "a validation"])
+def test_ctrl_c_in_the_middle_of_a_step_saves_the_step_before(tmp_path, monkeypatch, where):
+    # The state last completed is saved: no half-made step (moved parameters with an old step count, a
+    # validation without its learning-rate decision) reaches the checkpoint.
+    from kmt_ref.learning import train as module
+
+    full = train(CONFIG, progress=False)
+    path = str(tmp_path / "e.npz")
+    name = "_value_and_grad" if where == "the gradient" else "_validate"
+    real, calls = getattr(module, name), []
+
+    def interrupted(*args):
+        calls.append(1)
+        if len(calls) == (11 if where == "the gradient" else 3):  # in step 11, or the validation of step 20
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(module, name, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(CONFIG, path, progress=False)
+    monkeypatch.setattr(module, name, real)
+    _, meta = load_checkpoint(path)
+    assert meta["step"] == (10 if where == "the gradient" else 2 * CONFIG.eval_every - 1)
+    resumed = train(CONFIG, path, resume=True, progress=False)
+    assert np.array_equal(full.theta, resumed.theta)
+    for key in full.history:
+        assert np.array_equal(full.history[key], resumed.history[key]), key
+
+
 def test_a_killed_run_resumes_from_its_last_periodic_checkpoint(tmp_path):
     full = train(CONFIG, progress=False)
     path = str(tmp_path / "d.npz")
@@ -90,13 +119,17 @@ def test_impossible_configs_raise_naming_the_field(field, value):
 
 def test_first_adam_step_moves_every_coordinate_by_the_learning_rate():
     grad = np.array([3.0, -0.2, 1e-3])
-    new = adam_step(np.zeros(3), grad, AdamState.zeros(3), lr=0.01)
+    before = AdamState.zeros(3)
+    new, state = adam_step(np.zeros(3), grad, before, lr=0.01)
     np.testing.assert_allclose(new, -0.01 * np.sign(grad), rtol=1e-4)
+    assert state.t == 1 and before.t == 0 and not before.m.any()  # a new state; the old one as it was
 
 
 def test_plateau_halves_the_rate_after_patience_plus_one_bad_evaluations():
-    state, lr = PlateauState(), 1.0
-    lrs = [lr := plateau_step(m, state, lr, patience=2, factor=0.5) for m in [5, 4, 4, 4, 4, 3.9, 4]]
+    state, lr, lrs = PlateauState(), 1.0, []
+    for m in [5, 4, 4, 4, 4, 3.9, 4]:
+        lr, state = plateau_step(m, state, lr, patience=2, factor=0.5)
+        lrs.append(lr)
     assert lrs == [1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5]
 
 

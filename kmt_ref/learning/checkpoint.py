@@ -7,12 +7,13 @@ and the configuration (as JSON). A finished run continues nowhere, so its
 checkpoint leaves out Adam's moments (``OPTIMIZER_ARRAYS``, two thirds of the
 parameter-sized arrays): the committed models and the wheel stay small.
 
-A checkpoint is first written to a temporary file and then renamed, so a run killed while saving leaves the previous checkpoint
-intact. A SHA-256 checksum of the metadata and the arrays is stored with them:
-a truncated, corrupted or hand-edited file is refused with a ``ValueError``
-that names it, and so is a file without a checksum (deleting the checksum of
-an edited file does not make it load). Headers are read before
-any array is, so a file that claims a huge array is refused unread.
+A checkpoint is first written to a temporary file and then renamed, so a run
+killed while saving leaves the previous checkpoint intact. A SHA-256 checksum
+of the metadata and the arrays is stored with them: a truncated, corrupted or
+hand-edited file is refused with a ``ValueError`` that names it, and so is a
+file without a checksum (deleting the checksum of an edited file does not
+make it load). Headers are read before any array is, so a file that claims a
+huge array is refused unread.
 """
 
 import contextlib

@@ -33,13 +33,13 @@ class AdamState:
 
 
 def adam_step(theta, grad, state, lr):
-    """One Adam update; returns the new ``theta`` (``state`` is updated in place)."""
-    state.t += 1
-    state.m = BETA1 * state.m + (1 - BETA1) * grad
-    state.v = BETA2 * state.v + (1 - BETA2) * grad * grad
-    m_hat = state.m / (1 - BETA1**state.t)
-    v_hat = state.v / (1 - BETA2**state.t)
-    return theta - lr * m_hat / (np.sqrt(v_hat) + EPS)
+    """One Adam update: ``(new theta, new AdamState)``; ``state`` is left as it was."""
+    t = state.t + 1
+    m = BETA1 * state.m + (1 - BETA1) * grad
+    v = BETA2 * state.v + (1 - BETA2) * grad * grad
+    m_hat = m / (1 - BETA1**t)
+    v_hat = v / (1 - BETA2**t)
+    return theta - lr * m_hat / (np.sqrt(v_hat) + EPS), AdamState(m, v, t)
 
 
 @dataclass
@@ -51,12 +51,11 @@ class PlateauState:
 
 
 def plateau_step(metric, state, lr, patience, factor):
-    """Record one validation ``metric``; return the (possibly reduced) learning rate."""
-    if metric < state.best * (1 - THRESHOLD):
-        state.best, state.bad = float(metric), 0
-    else:
-        state.bad += 1
-    if state.bad > patience:
-        state.bad = 0
-        return lr * factor
-    return lr
+    """Record one validation ``metric``: ``(learning rate, possibly reduced; new PlateauState)``.
+
+    ``state`` is left as it was.
+    """
+    best, bad = (float(metric), 0) if metric < state.best * (1 - THRESHOLD) else (state.best, state.bad + 1)
+    if bad > patience:
+        return lr * factor, PlateauState(best, 0)
+    return lr, PlateauState(best, bad)

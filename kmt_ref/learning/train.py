@@ -15,7 +15,6 @@ parameters (tested).
 """
 
 import dataclasses
-import json
 import os
 import time
 import warnings
@@ -38,7 +37,7 @@ from .._validation import (
 from ..classical import lloyd
 from ..engine import Engine
 from ..geometry import kmeans_objective
-from ..tasks import check_family, sample_tasks
+from ..tasks import check_family, draw_tasks, sample_tasks
 from .checkpoint import (
     check_checkpoint_dir,
     check_writable,
@@ -55,7 +54,7 @@ from .progress import Progress
 #: Which applications' centers the multi-step loss looks at.
 LOSS_ON = ("last", "every")
 
-__all__ = ["TrainConfig", "TrainResult", "train", "load_result", "validation_tasks", "batch_loss"]
+__all__ = ["TrainConfig", "TrainResult", "TrainState", "train", "load_result", "validation_tasks", "batch_loss"]
 
 
 #: The most memory a training step may need (bytes); a config that needs more is refused before any work.
@@ -230,71 +229,92 @@ def _validate(theta, config, val, engine):
     return float(np.mean(obj / lloyd_obj)), float(np.mean(obj))
 
 
-def _fresh_state(config):
-    init_rng, _, train_rng = _streams(config.seed)
-    theta = init_params(config.model, init_rng)
-    return dict(
-        theta=theta, adam=AdamState.zeros(theta.size), plateau=PlateauState(), lr=config.lr,
-        step=0, rng=train_rng, wall_time=0.0,
-        history=dict(train_loss=[], val_step=[], val_ratio=[], val_objective=[], val_lr=[]),
-    )
+@dataclass(frozen=True)
+class TrainState:
+    """A run between two steps: all it needs to continue, and what a checkpoint holds.
 
-
-def _snapshot(state, config):
-    """Arrays and metadata of a consistent state (copies: later steps cannot change it).
-
-    A finished run keeps no optimizer moments: nothing continues from it.
+    A step makes a new state and leaves the old one's values as they were
+    (``adam_step`` and ``plateau_step`` return new optimizer states, the
+    generator travels as its state), so the state last assigned is consistent
+    whenever Ctrl-C arrives and can be saved as it is. The ``history`` lists
+    are append-only and shared between states; :meth:`checkpoint` cuts them to
+    ``step``.
     """
-    h = state["history"]
-    arrays = dict(
-        theta=state["theta"],
-        train_loss=np.array(h["train_loss"]), val_step=np.array(h["val_step"], dtype=int),
-        val_ratio=np.array(h["val_ratio"]), val_objective=np.array(h["val_objective"]),
-        val_lr=np.array(h["val_lr"]),
-    )
-    if state["step"] < config.n_steps:
-        arrays.update(adam_m=state["adam"].m, adam_v=state["adam"].v)
-    meta = dict(
-        format="kmt_ref.learning.checkpoint/1", config=config.to_dict(), step=state["step"],
-        adam_t=state["adam"].t, lr=state["lr"], plateau_best=state["plateau"].best,
-        plateau_bad=state["plateau"].bad, rng_state=state["rng"].bit_generator.state,
-        wall_time=state["wall_time"],
-    )
-    return arrays, json.loads(json.dumps(meta))
+
+    theta: np.ndarray
+    adam: AdamState
+    plateau: PlateauState
+    lr: float
+    step: int
+    rng_state: dict
+    wall_time: float
+    history: dict
+
+    @classmethod
+    def fresh(cls, config):
+        """The state before the first step of ``config``'s run."""
+        init_rng, _, train_rng = _streams(config.seed)
+        theta = init_params(config.model, init_rng)
+        return cls(theta=theta, adam=AdamState.zeros(theta.size), plateau=PlateauState(), lr=config.lr, step=0,
+                   rng_state=train_rng.bit_generator.state, wall_time=0.0,
+                   history=dict(train_loss=[], val_step=[], val_ratio=[], val_objective=[], val_lr=[]))
+
+    @classmethod
+    def load(cls, path, config):
+        """The state a checkpoint of ``config``'s run holds (``ValueError`` if it is another run's)."""
+        arrays, meta = load_checkpoint(path)
+        # A field added after a checkpoint was written takes its default (the behaviour it was written with).
+        saved = dict(TrainConfig().to_dict(), **meta.get("config", {}))
+        mismatch = {k: (saved.get(k), v) for k, v in config.to_dict().items() if saved.get(k) != v}
+        mismatch.update({k: (v, None) for k, v in saved.items() if k not in config.to_dict()})
+        if mismatch:
+            detail = ", ".join(f"{k}: checkpoint={a!r} vs config={b!r}" for k, (a, b) in sorted(mismatch.items()))
+            raise ValueError(f"checkpoint {path!r} was written with a different config ({detail})")
+        n_val = len(arrays["val_step"])
+        history = dict(
+            train_loss=list(arrays["train_loss"]), val_step=[int(s) for s in arrays["val_step"]],
+            val_ratio=list(arrays["val_ratio"]), val_objective=list(arrays["val_objective"]),
+            val_lr=list(arrays["val_lr"]),
+        )
+        if len(history["train_loss"]) != meta["step"] or any(len(history[k]) != n_val for k in history
+                                                              if k.startswith("val")):
+            raise ValueError(f"checkpoint {path!r} is inconsistent (history length vs step)")
+        if "adam_m" in arrays:
+            adam = AdamState(arrays["adam_m"].copy(), arrays["adam_v"].copy(), meta["adam_t"])
+        elif meta["step"] == config.n_steps:  # finished: no step is left to take, the moments are never read
+            adam = AdamState(np.zeros_like(arrays["theta"]), np.zeros_like(arrays["theta"]), meta["adam_t"])
+        else:
+            raise ValueError(f"checkpoint {path!r} has no optimizer moments but is not finished "
+                             f"(step {meta['step']} of {config.n_steps}): it cannot be resumed")
+        return cls(theta=arrays["theta"].copy(), adam=adam,
+                   plateau=PlateauState(meta["plateau_best"], meta["plateau_bad"]), lr=meta["lr"],
+                   step=meta["step"], rng_state=meta["rng_state"], wall_time=meta["wall_time"], history=history)
+
+    def checkpoint(self, config):
+        """``(arrays, meta)`` of a checkpoint file. A finished run keeps no optimizer moments: nothing
+        continues from it."""
+        h = self.history
+        n_val = sum(1 for s in h["val_step"] if s <= self.step)  # a validation cut short by Ctrl-C is not kept
+        arrays = dict(
+            theta=self.theta, train_loss=np.array(h["train_loss"][: self.step]),
+            val_step=np.array(h["val_step"][:n_val], dtype=int), val_ratio=np.array(h["val_ratio"][:n_val]),
+            val_objective=np.array(h["val_objective"][:n_val]), val_lr=np.array(h["val_lr"][:n_val]),
+        )
+        if self.step < config.n_steps:
+            arrays.update(adam_m=self.adam.m, adam_v=self.adam.v)
+        meta = dict(
+            format="kmt_ref.learning.checkpoint/1", config=config.to_dict(), step=self.step,
+            adam_t=self.adam.t, lr=self.lr, plateau_best=self.plateau.best, plateau_bad=self.plateau.bad,
+            rng_state=self.rng_state, wall_time=self.wall_time,
+        )
+        return arrays, meta
 
 
-def _restore(path, config):
-    arrays, meta = load_checkpoint(path)
-    # A field added after a checkpoint was written takes its default (the behaviour it was written with).
-    saved = dict(TrainConfig().to_dict(), **meta.get("config", {}))
-    mismatch = {k: (saved.get(k), v) for k, v in config.to_dict().items() if saved.get(k) != v}
-    mismatch.update({k: (v, None) for k, v in saved.items() if k not in config.to_dict()})
-    if mismatch:
-        detail = ", ".join(f"{k}: checkpoint={a!r} vs config={b!r}" for k, (a, b) in sorted(mismatch.items()))
-        raise ValueError(f"checkpoint {path!r} was written with a different config ({detail})")
+def _generator(state):
+    """A generator continuing from a saved ``bit_generator.state``."""
     rng = np.random.Generator(np.random.PCG64())
-    rng.bit_generator.state = meta["rng_state"]
-    n_val = len(arrays["val_step"])
-    history = dict(
-        train_loss=list(arrays["train_loss"]), val_step=[int(s) for s in arrays["val_step"]],
-        val_ratio=list(arrays["val_ratio"]), val_objective=list(arrays["val_objective"]),
-        val_lr=list(arrays["val_lr"]),
-    )
-    if len(history["train_loss"]) != meta["step"] or any(len(history[k]) != n_val for k in history
-                                                          if k.startswith("val")):
-        raise ValueError(f"checkpoint {path!r} is inconsistent (history length vs step)")
-    if "adam_m" in arrays:
-        adam = AdamState(arrays["adam_m"].copy(), arrays["adam_v"].copy(), meta["adam_t"])
-    elif meta["step"] == config.n_steps:  # finished: no step is left to take, the moments are never read
-        adam = AdamState(np.zeros_like(arrays["theta"]), np.zeros_like(arrays["theta"]), meta["adam_t"])
-    else:
-        raise ValueError(f"checkpoint {path!r} has no optimizer moments but is not finished "
-                         f"(step {meta['step']} of {config.n_steps}): it cannot be resumed")
-    return dict(
-        theta=arrays["theta"].copy(), adam=adam,
-        plateau=PlateauState(meta["plateau_best"], meta["plateau_bad"]), lr=meta["lr"],
-        step=meta["step"], rng=rng, wall_time=meta["wall_time"], history=history,
-    )
+    rng.bit_generator.state = state
+    return rng
 
 
 def train(config, checkpoint=None, resume=False, checkpoint_every=None, stop_at=None,
@@ -354,60 +374,60 @@ def _train(config, checkpoint, resume, every, stop_at, progress, on_step, engine
     if resume:
         if checkpoint is None:
             raise ValueError("resume=True needs checkpoint=path")
-        state = _restore(checkpoint, config)
+        state = TrainState.load(checkpoint, config)
     else:
         if checkpoint is not None and os.path.exists(checkpoint):
             raise ValueError(
                 f"checkpoint={checkpoint!r} exists: pass resume=True to continue it, "
                 "or remove it to start over"
             )
-        state = _fresh_state(config)
+        state = TrainState.fresh(config)
     val = validation_tasks(config)
-    hist = state["history"]
+    hist = state.history
     if not hist["val_step"]:
-        ratio, obj = _validate(state["theta"], config, val, engine)
+        ratio, obj = _validate(state.theta, config, val, engine)
         hist["val_step"].append(0), hist["val_ratio"].append(ratio)
-        hist["val_objective"].append(obj), hist["val_lr"].append(state["lr"])
+        hist["val_objective"].append(obj), hist["val_lr"].append(state.lr)
     end = config.n_steps if stop_at is None else min(config.n_steps, check_int(stop_at, "stop_at", low=1))
-    bar = Progress(config.n_steps, start=state["step"]) if progress else None
-    snap = _snapshot(state, config)
-    t_start, wall0 = time.perf_counter(), state["wall_time"]
+    bar = Progress(config.n_steps, start=state.step) if progress else None
+    tasks = config.task_kwargs()  # validated once, by TrainConfig
+    t_start, wall0 = time.perf_counter(), state.wall_time
     try:
-        while state["step"] < end:
-            X, init = sample_tasks(state["rng"], config.batch, **config.task_kwargs())
-            loss, grad = _value_and_grad(state["theta"], X, init, config, engine)
+        while state.step < end:
+            rng = _generator(state.rng_state)
+            X, init = draw_tasks(rng, config.batch, init="first", **tasks)
+            loss, grad = _value_and_grad(state.theta, X, init, config, engine)
             if not np.all(np.isfinite(grad)):
-                raise FloatingPointError(f"non-finite gradient at step {state['step']} (loss={loss})")
-            state["theta"] = adam_step(state["theta"], grad, state["adam"], state["lr"])
-            state["step"] += 1
+                raise FloatingPointError(f"non-finite gradient at step {state.step} (loss={loss})")
+            theta, adam = adam_step(state.theta, grad, state.adam, state.lr)
+            step, lr, plateau, validated = state.step + 1, state.lr, state.plateau, False
             hist["train_loss"].append(float(loss))
-            step, validated = state["step"], False
             if step % config.eval_every == 0 or step == config.n_steps:
-                ratio, obj = _validate(state["theta"], config, val, engine)
+                ratio, obj = _validate(theta, config, val, engine)
                 hist["val_step"].append(step), hist["val_ratio"].append(ratio)
-                hist["val_objective"].append(obj), hist["val_lr"].append(state["lr"])
+                hist["val_objective"].append(obj), hist["val_lr"].append(lr)
                 if step < config.n_steps:
-                    state["lr"] = plateau_step(ratio, state["plateau"], state["lr"], config.patience,
-                                               config.lr_factor)
+                    lr, plateau = plateau_step(ratio, plateau, lr, config.patience, config.lr_factor)
                 validated = True
-            state["wall_time"] = wall0 + time.perf_counter() - t_start
-            snap = _snapshot(state, config)
+            state = TrainState(theta=theta, adam=adam, plateau=plateau, lr=lr, step=step,
+                               rng_state=rng.bit_generator.state, history=hist,
+                               wall_time=wall0 + time.perf_counter() - t_start)
             if checkpoint is not None and (step % every == 0 or step == end):
-                save_checkpoint(checkpoint, *snap)
+                save_checkpoint(checkpoint, *state.checkpoint(config))
             if bar is not None:
-                bar.update(step, float(loss), hist["val_ratio"][-1], state["lr"], validated)
+                bar.update(step, float(loss), hist["val_ratio"][-1], lr, validated)
             if on_step is not None:
                 on_step(step)
     except KeyboardInterrupt:
         if checkpoint is not None:
-            save_checkpoint(checkpoint, *snap)
+            save_checkpoint(checkpoint, *state.checkpoint(config))
         raise
     finally:
         if bar is not None:
             bar.close()
-    if checkpoint is not None and state["step"] == 0:
-        save_checkpoint(checkpoint, *snap)
-    arrays, meta = snap
+    arrays, meta = state.checkpoint(config)
+    if checkpoint is not None and state.step == 0:
+        save_checkpoint(checkpoint, arrays, meta)
     return TrainResult(
         theta=arrays["theta"], config=config, step=meta["step"],
         history={k: v for k, v in arrays.items() if k not in ("theta", "adam_m", "adam_v")},
