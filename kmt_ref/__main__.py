@@ -7,7 +7,7 @@ import sys
 
 from . import __version__
 from .programs._cli import integer_at_least, keep_freed_memory
-from .programs.cli import EXPERIMENT_HELP
+from .programs.registry import EXPERIMENTS
 
 #: BLAS thread variables pinned for ``verify`` and ``bench`` (read when NumPy loads, hence a child process).
 _THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -21,14 +21,6 @@ def _rerun_with_blas_threads(argv, threads):
         return None
     env = dict(os.environ, **{v: wanted for v in _THREAD_VARIABLES})
     return subprocess.call([sys.executable, "-m", "kmt_ref", *argv], env=env)
-
-#: ``reproduce <experiment>``: one line each (each experiment parses its own options).
-EXPERIMENTS = {
-    "sweep": "the gamma x d x k x n x scale sweep of the certificate page (its own grid)",
-    "paper-sweep": "the authors' parameter sweep: their grid and metric, beside their results",
-    **EXPERIMENT_HELP,
-}
-
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kmt_ref", description=__doc__)
@@ -50,7 +42,7 @@ def main(argv=None):
     )
     p = sub.add_parser(
         "reproduce", help="re-run an experiment of the book (results go to ./kmt_ref_results), or --report it",
-        description="experiments:\n" + "\n".join(f"  {k:<15} {v}" for k, v in EXPERIMENTS.items()),
+        description="experiments:\n" + "\n".join(f"  {k:<15} {e.describe()}" for k, e in EXPERIMENTS.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", choices=list(EXPERIMENTS), help="one of the experiments listed above")
     p.add_argument("options", nargs=argparse.REMAINDER, help="experiment options (see: reproduce NAME -h)")
@@ -98,14 +90,9 @@ def main(argv=None):
         print(format_bench(run_bench(repeats=args.repeats, quick=args.quick)))
         return 0
     if args.command == "reproduce":
-        if args.experiment == "sweep":
-            from .programs.sweep import reproduce
-
-            return reproduce(args.options)
-        if args.experiment == "paper-sweep":
-            from .programs.paper_sweep import reproduce
-
-            return reproduce(args.options)
+        experiment = EXPERIMENTS[args.experiment]
+        if experiment.command is not None:
+            return experiment.command(args.options)
         from .programs.cli import reproduce
 
         return reproduce(args.experiment, args.options)

@@ -5,7 +5,7 @@ run here fails ``test_every_documented_flag_has_a_run``. Each run is the
 cheapest command line that uses the flag for real (a quick scale, one or two
 steps, a temporary results folder). Running a learning experiment evaluates
 models for minutes, so there the command line runs for real up to
-``experiments.run_experiment``, which records what it was given (the
+``registry.run_experiment``, which records what it was given (the
 experiments themselves are tested in test_learning_experiments.py). The few
 flags that cannot run in a test are listed in ``NOT_RUN`` with the reason.
 """
@@ -17,10 +17,11 @@ import re
 
 import pytest
 
-from kmt_ref.__main__ import EXPERIMENTS
 from kmt_ref.__main__ import main as kmt_main
 from kmt_ref.exercises.__main__ import main as exercises_main
-from kmt_ref.programs import experiments
+from kmt_ref.learning import protocols
+from kmt_ref.programs import cli
+from kmt_ref.programs.registry import EXPERIMENTS
 
 #: Experiments whose options are the learning experiments' (``reproduce NAME -h``).
 LEARNING = [name for name in EXPERIMENTS if name not in ("sweep", "paper-sweep")]
@@ -115,7 +116,7 @@ def test_every_run_succeeds(tmp_path, monkeypatch):
         calls.append((name, scale, results_dir, train_missing, seeds, engine.threads))
         return {"scale": scale, "seeds": seeds}
 
-    monkeypatch.setattr(experiments, "run_experiment", run_experiment)
+    monkeypatch.setattr(cli, "run_experiment", run_experiment)
     failed = []
     for entry, argv in runs(tmp_path):
         buffer = io.StringIO()
@@ -134,5 +135,5 @@ def test_train_says_when_the_committed_run_is_already_finished(tmp_path, capsys)
     out, err = capsys.readouterr()
     line = json.loads(out)
     assert line["trained"] is False and line["finished"] is True
-    assert line["checkpoint"].startswith(experiments.RESULTS_DIR)
+    assert line["checkpoint"].startswith(protocols.RESULTS_DIR)
     assert "nothing to train" in err and not any(tmp_path.rglob("*.npz"))

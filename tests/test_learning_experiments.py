@@ -1,3 +1,4 @@
+import dataclasses
 import functools
 import json
 import os
@@ -7,8 +8,9 @@ import numpy as np
 import pytest
 
 from kmt_ref.__main__ import main
+from kmt_ref.learning import protocols
 from kmt_ref.learning.train import train
-from kmt_ref.programs import experiments
+from kmt_ref.programs import experiments, registry
 
 TINY = dict(n_steps=12, seeds=(0, 1), eval_tasks=6, val_tasks=6, n_eval_steps=3, gen_n=(40,),
             train=dict(d=2, k=3, n=24, batch=3, eval_every=4))
@@ -17,7 +19,7 @@ TINY = dict(n_steps=12, seeds=(0, 1), eval_tasks=6, val_tasks=6, n_eval_steps=3,
 @pytest.fixture
 def tiny(monkeypatch, tmp_path):
     """The "quick" scale shrunk to seconds, writing under a temporary directory."""
-    monkeypatch.setitem(experiments.SCALES, "quick", TINY)
+    monkeypatch.setitem(protocols.SCALES, "quick", TINY)
     return str(tmp_path)
 
 
@@ -46,20 +48,20 @@ def test_reproduce_and_report_give_the_headline_numbers(tiny, capsys):
 
 
 def test_no_train_evaluates_unfinished_checkpoints_and_says_so(tiny):
-    path = experiments.checkpoint_path("quick", "d+k", 0, tiny)
+    path = protocols.checkpoint_path("quick", "d+k", 0, tiny)
     os.makedirs(os.path.dirname(path))
-    train(experiments.run_config("quick", "d+k", 0), path, stop_at=4, progress=False)
-    out = experiments.run_experiment("learning", "quick", tiny, train_missing=False, progress=False)
+    train(protocols.run_config("quick", "d+k", 0), path, stop_at=4, progress=False)
+    out = registry.run_experiment("learning", "quick", tiny, train_missing=False, progress=False)
     assert out["partial"] and out["steps_done"] == [4] and out["n_seeds"] == 1
-    rep = experiments.report(tiny)
+    rep = protocols.learning_headline(tiny)
     assert rep["partial"] and "PARTIAL" in rep["note"] and "d-only" in rep["note"]
 
 
 def test_every_experiment_runs_on_trained_checkpoints(tiny):
-    for name in experiments.EXPERIMENTS:
-        if name in ("training-curves", "any-k", "multi-step", "real-data"):  # own scales: tests below
+    for name in registry.LEARNING:
+        if "quick" not in registry.EXPERIMENTS[name].scales:  # own scales: tests below
             continue
-        out = experiments.run_experiment(name, "quick", tiny, progress=False)
+        out = registry.run_experiment(name, "quick", tiny, progress=False)
         assert out["experiment"] == name and out["n_seeds"] == 2 and not out["partial"]
         if name in ("generalization", "kmeanspp", "families"):
             rows = [v for v in out.values() if isinstance(v, dict) and "options" in v]
@@ -69,15 +71,16 @@ def test_every_experiment_runs_on_trained_checkpoints(tiny):
 
 
 def test_training_curves_summarize_every_setting_and_layout_over_seeds(monkeypatch, tmp_path, capsys):
-    monkeypatch.setitem(experiments.SCALES, "figures", TINY)
+    monkeypatch.setitem(protocols.SCALES, "figures", TINY)
     monkeypatch.setattr(experiments, "FIGURE_SETTINGS", {
         "tau": [dict(k=3, d=2, tau=1.0), dict(k=3, d=2, tau=0.1)],
         "k": [dict(k=2, d=2, tau=0.1), dict(k=3, d=2, tau=0.1)],  # the second is shared with "tau"
     })
     # windows of 4 steps, so that the 12 training steps give three loss averages to check
-    monkeypatch.setitem(experiments.EXPERIMENTS, "training-curves",
-                        functools.partial(experiments.training_curves, window=4))
-    out = experiments.run_experiment("training-curves", "figures", str(tmp_path), progress=False)
+    monkeypatch.setitem(registry.EXPERIMENTS, "training-curves",
+                        dataclasses.replace(registry.EXPERIMENTS["training-curves"],
+                                            run=functools.partial(experiments.training_curves, window=4)))
+    out = registry.run_experiment("training-curves", "figures", str(tmp_path), progress=False)
     rows = out["panels"]["tau"] + out["panels"]["k"]
     assert len(rows) == 8 and {r["tokens"] for r in rows} == {"d+k", "d"}
     assert out["panels"]["tau"][2] is out["panels"]["k"][2] or out["panels"]["tau"][2] == out["panels"]["k"][2]
@@ -94,9 +97,9 @@ def test_training_curves_summarize_every_setting_and_layout_over_seeds(monkeypat
 
 
 def test_any_k_runs_one_tied_model_at_every_k_beside_per_k_models(monkeypatch, tmp_path, capsys):
-    monkeypatch.setitem(experiments.SCALES, "beyond", TINY)
+    monkeypatch.setitem(protocols.SCALES, "beyond", TINY)
     monkeypatch.setattr(experiments, "ANY_K", (2, 3, 4))
-    out = experiments.run_experiment("any-k", "beyond", str(tmp_path), progress=False)
+    out = registry.run_experiment("any-k", "beyond", str(tmp_path), progress=False)
     assert out["ks"] == [2, 3, 4] and out["trained_at_k"] == 3
     for k, row in out["per_k"].items():
         assert row["seeds"] == [0, 1] and row["standard_model"].endswith(f"trained at k = {k[2:]}")
@@ -112,10 +115,10 @@ def test_any_k_runs_one_tied_model_at_every_k_beside_per_k_models(monkeypatch, t
 
 
 def test_multi_step_trains_through_each_number_of_layers(monkeypatch, tmp_path, capsys):
-    monkeypatch.setitem(experiments.SCALES, "beyond", TINY)
+    monkeypatch.setitem(protocols.SCALES, "beyond", TINY)
     monkeypatch.setattr(experiments, "MULTI_STEP", (1, 2))
     monkeypatch.setattr(experiments, "MULTI_STEP_EVERY", (2,))
-    out = experiments.run_experiment("multi-step", "beyond", str(tmp_path), progress=False)
+    out = registry.run_experiment("multi-step", "beyond", str(tmp_path), progress=False)
     assert list(out["per_n_layers"]) == ["T=1", "T=2", "T=2, loss on every step"]
     rows = out["per_n_layers"]
     assert rows["T=1"]["lloyd"] == rows["T=2"]["lloyd"] == rows["T=2, loss on every step"]["lloyd"]
@@ -128,10 +131,10 @@ def test_multi_step_trains_through_each_number_of_layers(monkeypatch, tmp_path, 
 
 
 def test_real_data_checks_the_constructions_and_runs_every_learned_layer(monkeypatch, tmp_path, capsys):
-    monkeypatch.setitem(experiments.SCALES, "beyond", TINY)
+    monkeypatch.setitem(protocols.SCALES, "beyond", TINY)
     monkeypatch.setattr(experiments, "DATASETS", {"iris": None, "breast_cancer": None})
     monkeypatch.setattr(experiments, "REAL_DATA_RESTARTS", 3)
-    out = experiments.run_experiment("real-data", "beyond", str(tmp_path), progress=False)
+    out = registry.run_experiment("real-data", "beyond", str(tmp_path), progress=False)
     iris = out["per_dataset"]["iris"]
     assert (iris["n"], iris["d"], iris["k"]) == (150, 4, 3)
     c = iris["construction"]["inf"]
@@ -168,14 +171,14 @@ def test_the_beyond_and_figures_scales_belong_to_their_experiments(capsys):
 
 def test_unknown_experiment_or_scale_raises(tiny):
     with pytest.raises(ValueError, match="name='nope'"):
-        experiments.run_experiment("nope", "quick", tiny)
+        registry.run_experiment("nope", "quick", tiny)
     with pytest.raises(ValueError, match="scale"):
-        experiments.run_experiment("learning", "huge", tiny)
+        registry.run_experiment("learning", "huge", tiny)
 
 
 def test_report_without_results_raises(tmp_path):
     with pytest.raises(FileNotFoundError):
-        experiments.report(str(tmp_path))
+        protocols.learning_headline(str(tmp_path))
 
 
 def test_seeds_option_restricts_the_experiment(tiny, capsys):

@@ -64,12 +64,12 @@ def test_committed_results_name_no_machine_paths():
 @pytest.mark.slow
 def test_a_link_below_the_results_dir_into_the_committed_results_is_refused(tmp_path):
     from kmt_ref._validation import COMMITTED_RESULTS
-    from kmt_ref.programs import experiments
+    from kmt_ref.programs.registry import run_experiment
 
     os.symlink(os.path.join(COMMITTED_RESULTS, "learning", "quick"), tmp_path / "quick")
     before = sorted(os.listdir(os.path.join(COMMITTED_RESULTS, "learning", "quick")))
     with pytest.raises(ValueError, match="committed results"):
-        experiments.run_experiment("learning", "quick", str(tmp_path), train_missing=False, progress=False)
+        run_experiment("learning", "quick", str(tmp_path), train_missing=False, progress=False)
     assert sorted(os.listdir(os.path.join(COMMITTED_RESULTS, "learning", "quick"))) == before
 
 

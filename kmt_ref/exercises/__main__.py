@@ -7,7 +7,6 @@ from pathlib import Path
 from . import EXERCISES, format_results, run_checks
 from .runner import copy_workbook
 
-
 #: The longest time an exercise may be given, in seconds (a day).
 MAX_TIMEOUT = 86400.0
 

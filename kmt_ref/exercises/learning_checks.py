@@ -127,10 +127,9 @@ def check_without_reembedding(without_reembedding):
     """Exercise 19: the loop without re-embedding, on the committed quick model, and what it does."""
     from ..learning import run_steps
     from ..learning.evaluate import evaluation_tasks, log_objective_curve
-    from ..learning.train import load_result
-    from ..programs import experiments
+    from ..learning.protocols import committed_model
 
-    run = load_result(experiments.checkpoint_path("quick", "d+k", 0))
+    run = committed_model("quick", "d+k", 0)
     X, init = evaluation_tasks(run.config, 4, n=128)
     on = "  (the committed quick model, d = 32, k = 10; 4 held-out tasks of n = 128, 20 steps)\n"
     got = call(without_reembedding, run.theta, X, init, run.config.model, 20, on=on)

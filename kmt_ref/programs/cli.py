@@ -21,34 +21,14 @@ import os
 import signal
 import sys
 
-import numpy as np
-
 from ..engine import Engine
+from ..learning import protocols
 from . import experiments
 from ._cli import integer_at_least, positive_number
 from ._results import check_output_dir
+from .registry import EXPERIMENTS, run_experiment
 
 __all__ = ["reproduce", "train_command"]
-
-#: One line per experiment, for ``reproduce --help``.
-EXPERIMENT_HELP = {
-    "learning": "the learned layer (tokens [x | y]) against Lloyd over 20 steps (paper Fig. 4a)",
-    "eval-dropout": "the learned layer of Fig. 4a evaluated with the authors' attention dropout (p = 0.01) on",
-    "ablation": "the same with tokens [x] only (paper Fig. 4b)",
-    "generalization": "the layer trained at n = 512 applied to other n (paper Fig. 4d)",
-    "kmeanspp": "k-means++ initial centers (paper Fig. 4c)",
-    "families": "other mixture families and options (paper Table 1, Fig. 11)",
-    "weights": "learned weights next to the construction (paper Fig. 5)",
-    "training-curves": "training loss and validation ratio for the paper's Fig. 9, 10a, 10b settings (--figures scale)",
-    "any-k": "beyond the paper: one tied layer trained at k = 10, run at k = 5, 10, 16, 25 (--beyond scale)",
-    "multi-step": "beyond the paper: layers trained through T = 1, 2, 3 re-embedded steps, the loss on the last "
-                  "or on every step (--beyond scale)",
-    "real-data": "beyond the paper: the constructions and the learned layers on iris, wine, breast cancer, digits",
-}
-
-#: The scale each experiment runs at by default; ``figures`` and ``beyond`` belong to their experiments only.
-DEFAULT_SCALE = {"training-curves": "figures", "any-k": "beyond", "multi-step": "beyond", "real-data": "beyond"}
-
 
 def _seed_list(text):
     return [integer_at_least(0)(t) for t in text.split(",")]
@@ -89,105 +69,23 @@ def _catch_signals():
     signal.signal(signal.SIGINT, _interrupt)
 
 
-def _fmt(value):
-    return "diverged" if value is None else f"{value:.3f}"
-
-
 def report_text(name, result):
     """A report as plain text: what was run, at which scale, and the numbers."""
-    lines = [f"{name}: {EXPERIMENT_HELP[name]}",
+    experiment = EXPERIMENTS[name]
+    lines = [f"{name}: {experiment.describe()}",
              f"scale {result['scale']!r}" + (f", seeds {result['seeds']}" if result.get("seeds") is not None else "")
              + ", "
              f"{'PARTIAL (some models unfinished)' if result.get('partial') else 'all models finished'}"]
-    if name == "learning":
-        lines.append("mean log k-means objective after 20 steps on held-out tasks (lower is better);")
-        lines.append("median over seeds, [min, max] over seeds, and the paper's value:")
-        for label, key in (("Lloyd", "lloyd"), ("learned, tokens [x | y]", "learned"),
-                           ("learned, tokens [x] only", "d_only")):
-            value = result.get(f"{key}_log_objective")
-            if value is None:
-                continue
-            # A report has the [min, max] range; a fresh run has the per-step summaries.
-            spread = result.get(f"{key}_log_objective_range") or [result[key]["min"][-1], result[key]["max"][-1]]
-            lines.append(f"  {label:<26}{value:8.3f}   [{spread[0]:.3f}, {spread[1]:.3f}]   paper "
-                         f"~{experiments.PAPER_LEARNING[key + '_log_objective']:.2f}")
-        if result["scale"] != "paper":
-            lines.append("(the quick scale trains for minutes, not hours: the learned layer is not expected "
-                         "to beat Lloyd there)")
-        if result.get("note"):
-            lines.append("note: " + result["note"])
-        return "\n".join(lines)
-    rows = {k: v for k, v in result.items() if isinstance(v, dict) and "learned_log_objective" in v}
-    if name == "ablation":
-        rows = {"tokens [x] only": dict(lloyd_log_objective=result["lloyd_log_objective"],
-                                        learned_log_objective=result["d_only_log_objective"])}
-    if rows:
-        lines.append("mean log k-means objective after 20 steps, median over seeds (lower is better):")
-        lines.append(f"  {'tasks':<28}{'Lloyd':>8}{'learned':>10}{'learned - Lloyd':>17}")
-        for setting, row in rows.items():
-            learned, lloyd = row["learned_log_objective"], row["lloyd_log_objective"]
-            gap = "" if learned is None else f"{learned - lloyd:+.3f}"
-            lines.append(f"  {setting:<28}{lloyd:8.3f}{_fmt(learned):>10}{gap:>17}")
-    if name == "eval-dropout":
-        lines.append(f"mean log k-means objective after 20 steps on held-out tasks, median [min, max] over seeds; "
-                     f"attention dropout p = {result['dropout']:g} on every block:")
-        for label, key in (("Lloyd", "lloyd"), ("learned, no dropout", "learned"),
-                           ("learned, dropout on", "learned_dropout")):
-            v = result[f"{key}_final"]
-            lines.append(f"  {label:<26}{np.median(v):8.3f}   [{min(v):.3f}, {max(v):.3f}]")
-        gap = [a - b for a, b in zip(result["learned_dropout_final"], result["lloyd_final"], strict=True)]
-        lines.append(f"  dropout on, minus Lloyd, per seed: [{min(gap):+.3f}, {max(gap):+.3f}]")
-    if name == "training-curves":
-        st = result["setting"]
-        lines.append(f"{st['n']} points, batches of {st['batch']}, {st['n_steps']} steps; final validation ratio "
-                     "(objective after the layer / after one Lloyd step), median [min, max] over seeds:")
-        for panel, rows in result["panels"].items():
-            lines.append(f"  {panel}")
-            for r in rows:
-                v = r["val_ratio_final"]
-                lines.append(f"    tokens {r['tokens']:<4} k={r['k']:<3} d={r['d']:<3} tau={r['tau']:<6g}"
-                             f"{np.median(v):7.3f} [{min(v):.3f}, {max(v):.3f}]")
-    if name == "any-k":
-        lines.append("mean log k-means objective after 20 steps, median over seeds (lower is better):")
-        lines.append(f"  {'k':<6}{'Lloyd':>8}{'tied (k=10)':>13}{'[x] (k=10)':>12}{'standard (at k)':>17}")
-        for key, row in result["per_k"].items():
-            lines.append(f"  {key[2:]:<6}{row['lloyd_log_objective']:8.3f}{_fmt(row['tied_log_objective']):>13}"
-                         f"{_fmt(row['d_only_log_objective']):>12}{_fmt(row['standard_log_objective']):>17}")
-    if name == "multi-step":
-        lines.append("mean log k-means objective after 20 re-embedded steps, median over seeds:")
-        lines.append(f"  {'trained through':<30}{'Lloyd':>8}{'learned':>10}{'learned - Lloyd':>17}")
-        for key, row in result["per_n_layers"].items():
-            learned, lloyd = row["learned_log_objective"], row["lloyd_log_objective"]
-            gap = "" if learned is None else f"{learned - lloyd:+.3f}"
-            lines.append(f"  {key:<30}{lloyd:8.3f}{_fmt(learned):>10}{gap:>17}")
-    if name == "real-data":
-        lines.append(f"{result['restarts']} random initializations per data set; after {result['n_eval_steps']} steps: "
-                     "mean log objective / adjusted Rand index with the classes (median over seeds):")
-        lines.append(f"  {'data set':<15}{'k':>3}{'Lloyd':>15}{'tied':>15}{'[x] only':>15}{'standard':>15}"
-                     f"{'gamma=inf exact':>17}")
-        for key, row in result["per_dataset"].items():
-            cells = [f"{row[m]['log_objective']:.3f} / {row[m]['ari']:.2f}" if m in row else "-"
-                     for m in ("lloyd", "tied", "d_only", "standard")]
-            c = row["construction"]["inf"]
-            exact = f"{c['exact']}/{c['tie_free']}"
-            lines.append(f"  {key:<15}{row['k']:>3}" + "".join(f"{c:>15}" for c in cells) + f"{exact:>17}")
-        lines.append("(last column: runs equal to Lloyd at gamma = inf / runs without an exact distance tie)")
-    if name == "weights":
-        lines.append("data-block diagonal mean of each learned matrix, per seed (construction in brackets):")
-        for key, entry in result["per_seed"][0].items():
-            values = ", ".join(f"{s[key]['diag_mean']:+.3f}" for s in result["per_seed"])
-            lines.append(f"  {key:<8} {values}   [{entry.get('construction_diag_mean', float('nan')):+.1f}]")
-    return "\n".join(lines)
+    return "\n".join(lines + experiment.report(result))
 
 
 def reproduce(name, argv=()):
     """Run (or report) the learning experiment ``name``; returns an exit code."""
     parser = argparse.ArgumentParser(prog=f"python -m kmt_ref reproduce {name}",
-                                     description=EXPERIMENT_HELP[name])
-    special = DEFAULT_SCALE.get(name)
+                                     description=EXPERIMENTS[name].describe())
     _scale_options(parser, "where results are written (default ./kmt_ref_results/learning); with --report, "
                    "where they are read from (default: the committed results)",
-                   [special] if special else ["quick", "paper"])
+                   list(EXPERIMENTS[name].scales))
     parser.add_argument("--report", action="store_true", help="print the committed numbers, run nothing")
     parser.add_argument("--json", action="store_true", help="print JSON (for programs) instead of a table")
     parser.add_argument("--no-train", action="store_true",
@@ -196,21 +94,17 @@ def reproduce(name, argv=()):
                         help="comma-separated seeds (default: all of the scale's seeds)")
     args = parser.parse_args(list(argv))
     engine = Engine(args.threads)
-    scale = args.scale or DEFAULT_SCALE.get(name, "quick")
+    scale = args.scale or EXPERIMENTS[name].default_scale
     if args.report:
-        results_dir = args.results_dir or experiments.RESULTS_DIR
+        results_dir = args.results_dir or protocols.RESULTS_DIR
         if args.scale is None and os.path.exists(os.path.join(results_dir, "paper", f"{name}.json")):
             scale = "paper"  # a report shows the paper-scale results where there are some
         if not os.path.isdir(results_dir):
             parser.error(f"--results-dir {results_dir!r} is not a directory")
-        if name == "learning":
-            out = experiments.report(results_dir)
-        else:
-            path = os.path.join(results_dir, scale, f"{name}.json")
-            if not os.path.exists(path):
-                parser.error(f"no {scale} results for {name} at {path}")
-            with open(path) as f:
-                out = json.load(f)
+        try:
+            out = EXPERIMENTS[name].read(results_dir, scale)
+        except ValueError as err:
+            parser.error(str(err))
         print(json.dumps(out, indent=1) if args.json else report_text(name, out))
         return 0
     try:
@@ -219,7 +113,7 @@ def reproduce(name, argv=()):
         parser.error(str(err))
     _catch_signals()
     print(f"{name} ({scale} scale): writing to {results_dir}", file=sys.stderr)
-    out = experiments.run_experiment(name, scale, results_dir, train_missing=not args.no_train, seeds=args.seeds,
+    out = run_experiment(name, scale, results_dir, train_missing=not args.no_train, seeds=args.seeds,
                                      engine=engine)
     print(json.dumps(out, indent=1) if args.json else report_text(name, out))
     print(f"-> {os.path.join(results_dir, scale, name + '.json')}", file=sys.stderr)
@@ -261,10 +155,10 @@ def train_command(argv=()):
         overrides["tied"] = True
     try:
         results_dir = check_output_dir(args.results_dir or experiments.default_results_dir(), "--results-dir")
-        experiments.run_config(scale, args.tokens, args.seed, **overrides)
+        protocols.run_config(scale, args.tokens, args.seed, **overrides)
     except ValueError as err:
         parser.error(str(err))
-    path = experiments.checkpoint_path(scale, args.tokens, args.seed, results_dir, **overrides)
+    path = protocols.checkpoint_path(scale, args.tokens, args.seed, results_dir, **overrides)
     print(f"checkpoint: {path}", file=sys.stderr)
     _catch_signals()
     try:
@@ -274,7 +168,7 @@ def train_command(argv=()):
         print(f"\ninterrupted: {saved} {path}; rerun the same command to resume", file=sys.stderr)
         return 130
     if not os.path.exists(path):  # nothing written: the package's committed run is finished
-        path = experiments.checkpoint_path(scale, args.tokens, args.seed, experiments.RESULTS_DIR, **overrides)
+        path = protocols.checkpoint_path(scale, args.tokens, args.seed, protocols.RESULTS_DIR, **overrides)
         print(f"nothing to train: this run is committed with the package, finished after {r.step} steps "
               f"({path}); another --seed trains a model of your own", file=sys.stderr)
     print(json.dumps(dict(checkpoint=path, step=r.step, finished=r.finished, trained=path.startswith(results_dir),

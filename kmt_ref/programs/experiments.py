@@ -7,33 +7,26 @@ writes ``<output dir>/learning/<scale>/<experiment>.json`` (see
 :mod:`kmt_ref._results`: the committed results under
 ``kmt_ref/results/learning`` are read, never written).
 
-Scales: ``"paper"`` is the authors' protocol (10,000 steps, batch 32, 320
-held-out tasks, 20 evaluation steps, seeds 0-9, or as many as are trained);
-``"quick"`` is one seed and a few hundred steps on fewer evaluation tasks,
-enough to show the trend on a laptop in minutes; ``"figures"`` (only for
-``training-curves``, the paper's Figures 9 and 10) is 128 points per task,
-batches of 8 and 2,000 steps, seeds 0 and 1; ``"beyond"`` (the experiments
-beyond the paper: ``any-k``, ``multi-step``, ``real-data``) is 128 points
-per task, batches of 8, the authors' 10,000 steps and seeds 0-2.
+The scales (protocols) and the names of runs are defined in
+:mod:`kmt_ref.learning.protocols`.
 """
 
 import os
 import shutil
 import subprocess
 import sys
-import time
 
 import numpy as np
 
-from .._validation import check_choice
 from ..certificate import exactness_certificate
 from ..classical import lloyd
 from ..geometry import kmeans_objective, nearest_center, squared_distances
-from ..layer import BLOCK_NAMES
+from ..learning.analysis import weight_summary
 from ..learning.evaluate import evaluation_tasks, lloyd_curve, log_objective_curve, model_curve, summarize
-from ..learning.model import run_steps, unflatten
-from ..learning.train import TrainConfig, load_result, train
-from ..lloyd_transformer import equation5_weights, lloyd_transformer
+from ..learning.model import run_steps
+from ..learning.protocols import RESULTS_DIR, SCALES, checkpoint_path, run_config
+from ..learning.train import load_result, train
+from ..lloyd_transformer import lloyd_transformer
 from ..real_data import (
     DATASETS,
     adjusted_rand_index,
@@ -45,27 +38,9 @@ from ..real_data import (
 )
 from ..tasks import gaussian_mixture
 from ..variants.registry import EXACT_TOL
-from ._results import COMMITTED_DIR, check_output_dir, output_dir
+from ._results import check_output_dir, output_dir
 
-__all__ = ["SCALES", "EXPERIMENTS", "trained", "run_experiment", "checkpoint_path", "git_revision",
-           "default_results_dir"]
-
-#: Protocol of each scale (``"train"``: optional TrainConfig overrides, e.g. for tests).
-SCALES = {
-    "quick": dict(n_steps=300, seeds=(0,), eval_tasks=64, val_tasks=64, n_eval_steps=20,
-                  gen_n=(128, 256, 1024)),
-    "paper": dict(n_steps=10_000, seeds=tuple(range(10)), eval_tasks=320, val_tasks=320,
-                  n_eval_steps=20, gen_n=(128, 256, 1024, 2048)),
-    # The paper's training figures (9, 10a, 10b) at a stated reduced scale: 13 settings x 2 token layouts x 2 seeds
-    # at the paper's protocol would take days on a CPU; at 128 points, batches of 8 and 2,000 steps
-    # a model trains in well under a minute.
-    "figures": dict(n_steps=2_000, seeds=(0, 1), eval_tasks=64, val_tasks=64, n_eval_steps=20,
-                    train=dict(n=128, batch=8)),
-    # Beyond the paper: 33 models (tied, [x], standard at four k, multi-step) on one core in under two
-    # hours; a model trains in about three minutes.
-    "beyond": dict(n_steps=10_000, seeds=(0, 1, 2), eval_tasks=64, val_tasks=64, n_eval_steps=20,
-                   train=dict(n=128, batch=8)),
-}
+__all__ = ["trained", "git_revision", "default_results_dir", "reproduce_command"]
 
 #: Numbers of clusters of the any-k experiment (the models train at the paper's k = 10).
 ANY_K = (5, 10, 16, 25)
@@ -83,44 +58,9 @@ FIGURE_SETTINGS = {
     "Figure 10b (k = 6)": [dict(k=6, d=d, tau=0.1) for d in (4, 8, 16, 32)],
 }
 
-#: Committed results, shipped inside the package (``kmt_ref/results/learning``): read-only.
-RESULTS_DIR = os.path.join(COMMITTED_DIR, "learning")
-
-#: The paper's reported mean log objectives after 20 steps (its text and Fig. 4a, 4b).
-PAPER_LEARNING = dict(lloyd_log_objective=5.25, learned_log_objective=5.0, d_only_log_objective=5.35)
-
-#: Training options a run may change from its scale's protocol (``train --n ...``).
-OVERRIDABLE = ("n", "d", "k", "tau", "n_steps", "lr", "tied", "n_layers", "loss_on")
-
-
 def default_results_dir():
     """Where learning commands write by default: ``<output dir>/learning``."""
     return os.path.join(output_dir(), "learning")
-
-
-def run_config(scale, tokens="d+k", seed=0, **overrides):
-    """The :class:`TrainConfig` of one model of a scale, with ``overrides`` of :data:`OVERRIDABLE`."""
-    s = SCALES[scale]
-    unknown = sorted(set(overrides) - set(OVERRIDABLE))
-    if unknown:
-        raise ValueError(f"overrides must be among {OVERRIDABLE}; got {unknown}")
-    options = dict(s.get("train", {}), n_steps=s["n_steps"], val_tasks=s["val_tasks"])
-    options.update(overrides)
-    return TrainConfig(tokens=tokens, seed=seed, **options)
-
-
-def run_name(scale, **overrides):
-    """The folder of a scale's runs: ``"paper"``, or e.g. ``"paper-k6-tau0.25"``, ``"beyond-tied"`` with overrides."""
-    def part(key, value):
-        if isinstance(value, bool):
-            return key if value else f"not{key}"
-        return f"{key}_{value}" if isinstance(value, str) else f"{key}{value:g}"
-    return "-".join([scale] + [part(key, value) for key, value in sorted(overrides.items())])
-
-
-def checkpoint_path(scale, tokens, seed, results_dir=RESULTS_DIR, **overrides):
-    name = {"d+k": "dk", "d": "d"}[tokens]
-    return os.path.join(results_dir, run_name(scale, **overrides), f"{name}-seed{seed}.npz")
 
 
 def _loaded(path, config):
@@ -326,38 +266,6 @@ def families(scale="quick", results_dir=None, train_missing=True, progress=True,
     variants["normal, unequal weights"] = dict(equal_weights=False)
     variants["normal, anisotropic"] = dict(isotropic=False)
     return _shift(scale, results_dir, train_missing, progress, seeds, engine, variants)
-
-
-def weight_summary(theta, model_config):
-    """Learned bilinear forms and values next to the Equation 5 construction.
-
-    For each block: ``QK = Wq^T Wk`` (the form inside the Euclidean score's
-    cross term) and ``Wv``, restricted to the data block (``x`` rows and
-    columns). Reported: mean diagonal, mean absolute off-diagonal, and the same
-    for the construction. A dict of floats.
-    """
-    params = unflatten(np.asarray(theta), model_config)
-    layout = model_config.layout
-    xs = layout.slices["x"]
-    if "y" in layout.slices:
-        built = equation5_weights(layout)
-    else:
-        built = None
-    out = {}
-    for b in BLOCK_NAMES:
-        p = params[b]
-        mats = {"QK": p["Wq"].T @ p["Wk"], "V": p["Wv"]}
-        for name, M in mats.items():
-            sub = M[xs, xs]
-            off = sub - np.diag(np.diag(sub))
-            entry = dict(diag_mean=float(np.mean(np.diag(sub))),
-                         offdiag_abs_mean=float(np.mean(np.abs(off))))
-            if built is not None:
-                Wq, Wk, Wv = built[b]
-                ref = (Wq.T @ Wk if name == "QK" else Wv)[xs, xs]
-                entry["construction_diag_mean"] = float(np.mean(np.diag(ref)))
-            out[f"{b}.{name}"] = entry
-    return out
 
 
 def _windowed(loss, window):
@@ -637,21 +545,6 @@ def _training_separation(config, n_tasks=20):
     return float(np.median(ratios))
 
 
-EXPERIMENTS = {
-    "learning": learning,
-    "eval-dropout": eval_dropout,
-    "ablation": ablation,
-    "generalization": generalization,
-    "kmeanspp": kmeanspp,
-    "families": families,
-    "weights": weights,
-    "training-curves": training_curves,
-    "any-k": any_k,
-    "multi-step": multi_step,
-    "real-data": real_data,
-}
-
-
 def git_revision():
     """The commit of the checkout this package runs from (not of the working directory), or ``"unknown"``."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -669,92 +562,3 @@ def reproduce_command(name, scale, train_missing=True, seeds=None):
     """The command that recomputes a result (no machine-specific paths: output goes where the user runs it)."""
     return " ".join(["python -m kmt_ref reproduce", name, f"--{scale}"] + ([] if train_missing else ["--no-train"])
                     + ([] if seeds is None else ["--seeds", ",".join(str(s) for s in seeds)]))
-
-
-def run_experiment(name, scale="quick", results_dir=None, train_missing=True, progress=True,
-                   seeds=None, engine=None):
-    """Run one experiment and write ``<results_dir>/<scale>/<name>.json``; return the dict.
-
-    ``results_dir`` defaults to :func:`default_results_dir` and may not be the
-    committed results. ``seeds`` restricts the experiment to some of the
-    scale's seeds (default: all). ``engine``: how models are trained and run
-    (:class:`kmt_ref.engine.Engine`; the results do not depend on it).
-    """
-    import json
-
-    check_choice(name, "name", EXPERIMENTS)
-    check_choice(scale, "scale", SCALES)
-    results_dir = check_output_dir(results_dir or default_results_dir())
-    # The revision of the code as it was imported, before a long run lets the checkout move on.
-    revision = git_revision()
-    t0 = time.perf_counter()
-    out = EXPERIMENTS[name](scale, results_dir, train_missing, progress, seeds, engine)
-    out = dict(
-        experiment=name, scale=scale, command=reproduce_command(name, scale, train_missing, seeds),
-        git_revision=revision, wall_time=time.perf_counter() - t0, **out,
-    )
-    path = check_output_dir(os.path.join(results_dir, scale, f"{name}.json"))  # a folder below may be a link
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1)
-    return out
-
-
-def _final_range(summary):
-    """``[min, max]`` over seeds after the last evaluation step."""
-    return [summary["min"][-1], summary["max"][-1]]
-
-
-def report(results_dir=RESULTS_DIR, scales=("paper", "quick")):
-    """The committed headline numbers of the first of ``scales`` that has results.
-
-    The ``*_log_objective`` values are medians over seeds after the last
-    evaluation step; ``*_log_objective_range`` are ``[min, max]`` over seeds;
-    ``*_final`` are the per-seed values, in the order of ``seeds`` (each seed
-    evaluates its models and Lloyd on the same held-out tasks, so the learned and
-    the ``[x]``-only model compare with Lloyd seed by seed; results written
-    before 0.7.0 lack them and give ``None``).
-    """
-    import json
-
-    for scale in scales:
-        paths = {e: os.path.join(results_dir, scale, f"{e}.json") for e in ("learning", "ablation")}
-        if os.path.exists(paths["learning"]):
-            res = {}
-            for e, p in paths.items():
-                if os.path.exists(p):
-                    with open(p) as f:
-                        res[e] = json.load(f)
-            lrn, abl = res["learning"], res.get("ablation", {})
-            out = dict(
-                scale=scale,
-                lloyd_log_objective=lrn["lloyd_log_objective"],
-                learned_log_objective=lrn["learned_log_objective"],
-                d_only_log_objective=abl.get("d_only_log_objective"),
-                lloyd_log_objective_range=_final_range(lrn["lloyd"]),
-                learned_log_objective_range=_final_range(lrn["learned"]),
-                d_only_log_objective_range=_final_range(abl["d_only"]) if abl else None,
-                lloyd_final=lrn.get("lloyd_final"), learned_final=lrn.get("learned_final"),
-                d_only_final=abl.get("d_only_final"),
-                n_seeds=lrn["n_seeds"], seeds=lrn["seeds"], d_only_seeds=abl.get("seeds"), n_steps=lrn["n_steps"],
-                steps_done=lrn["steps_done"], d_only_steps_done=abl.get("steps_done"),
-                partial=bool(lrn["partial"] or abl.get("partial", False)),
-                paper=dict(PAPER_LEARNING),
-                git_revision=lrn["git_revision"],
-            )
-            notes = []
-            if out["partial"]:
-                notes.append("PARTIAL: some models stopped before n_steps (see steps_done); "
-                             "numbers are from their last checkpoints")
-            if not abl:
-                notes.append(f"no d-only (ablation) results at scale {scale!r}")
-            planned = len(SCALES[scale]["seeds"]) if scale in SCALES else None
-            out["planned_seeds"] = planned
-            if planned is not None and out["n_seeds"] < planned:
-                notes.append(f"{out['n_seeds']} of the {planned} planned seeds evaluated so far")
-            if notes:
-                out["note"] = "; ".join(notes)
-            return out
-    raise FileNotFoundError(f"no committed learning results under {results_dir}")
-
-

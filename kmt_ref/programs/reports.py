@@ -1,0 +1,125 @@
+"""The text report of each learning experiment: lines under the header ``reproduce`` prints.
+
+Each function takes the JSON-able dict the experiment returned (or its
+committed file) and returns lines of text; :mod:`kmt_ref.programs.registry`
+attaches them to their experiments.
+"""
+
+import numpy as np
+
+from ..learning.protocols import PAPER_LEARNING
+
+__all__ = ["learning", "eval_dropout", "ablation", "shifted", "training_curves", "any_k", "multi_step",
+           "real_data", "weights"]
+
+
+def _fmt(value):
+    return "diverged" if value is None else f"{value:.3f}"
+
+
+def _gap_table(rows):
+    """Lloyd and learned log objectives per setting, and their difference."""
+    lines = ["mean log k-means objective after 20 steps, median over seeds (lower is better):",
+             f"  {'tasks':<28}{'Lloyd':>8}{'learned':>10}{'learned - Lloyd':>17}"]
+    for setting, row in rows.items():
+        learned, lloyd = row["learned_log_objective"], row["lloyd_log_objective"]
+        gap = "" if learned is None else f"{learned - lloyd:+.3f}"
+        lines.append(f"  {setting:<28}{lloyd:8.3f}{_fmt(learned):>10}{gap:>17}")
+    return lines
+
+
+def learning(result):
+    lines = ["mean log k-means objective after 20 steps on held-out tasks (lower is better);",
+             "median over seeds, [min, max] over seeds, and the paper's value:"]
+    for label, key in (("Lloyd", "lloyd"), ("learned, tokens [x | y]", "learned"),
+                       ("learned, tokens [x] only", "d_only")):
+        value = result.get(f"{key}_log_objective")
+        if value is None:
+            continue
+        # A report has the [min, max] range; a fresh run has the per-step summaries.
+        spread = result.get(f"{key}_log_objective_range") or [result[key]["min"][-1], result[key]["max"][-1]]
+        lines.append(f"  {label:<26}{value:8.3f}   [{spread[0]:.3f}, {spread[1]:.3f}]   paper "
+                     f"~{PAPER_LEARNING[key + '_log_objective']:.2f}")
+    if result["scale"] != "paper":
+        lines.append("(the quick scale trains for minutes, not hours: the learned layer is not expected "
+                     "to beat Lloyd there)")
+    if result.get("note"):
+        lines.append("note: " + result["note"])
+    return lines
+
+
+def ablation(result):
+    return _gap_table({"tokens [x] only": dict(lloyd_log_objective=result["lloyd_log_objective"],
+                                               learned_log_objective=result["d_only_log_objective"])})
+
+
+def shifted(result):
+    """Generalization, k-means++ starts, families: one row per setting."""
+    return _gap_table({k: v for k, v in result.items() if isinstance(v, dict) and "learned_log_objective" in v})
+
+
+def eval_dropout(result):
+    lines = [f"mean log k-means objective after 20 steps on held-out tasks, median [min, max] over seeds; "
+             f"attention dropout p = {result['dropout']:g} on every block:"]
+    for label, key in (("Lloyd", "lloyd"), ("learned, no dropout", "learned"),
+                       ("learned, dropout on", "learned_dropout")):
+        v = result[f"{key}_final"]
+        lines.append(f"  {label:<26}{np.median(v):8.3f}   [{min(v):.3f}, {max(v):.3f}]")
+    gap = [a - b for a, b in zip(result["learned_dropout_final"], result["lloyd_final"], strict=True)]
+    lines.append(f"  dropout on, minus Lloyd, per seed: [{min(gap):+.3f}, {max(gap):+.3f}]")
+    return lines
+
+
+def training_curves(result):
+    st = result["setting"]
+    lines = [f"{st['n']} points, batches of {st['batch']}, {st['n_steps']} steps; final validation ratio "
+             "(objective after the layer / after one Lloyd step), median [min, max] over seeds:"]
+    for panel, rows in result["panels"].items():
+        lines.append(f"  {panel}")
+        for r in rows:
+            v = r["val_ratio_final"]
+            lines.append(f"    tokens {r['tokens']:<4} k={r['k']:<3} d={r['d']:<3} tau={r['tau']:<6g}"
+                         f"{np.median(v):7.3f} [{min(v):.3f}, {max(v):.3f}]")
+    return lines
+
+
+def any_k(result):
+    lines = ["mean log k-means objective after 20 steps, median over seeds (lower is better):",
+             f"  {'k':<6}{'Lloyd':>8}{'tied (k=10)':>13}{'[x] (k=10)':>12}{'standard (at k)':>17}"]
+    for key, row in result["per_k"].items():
+        lines.append(f"  {key[2:]:<6}{row['lloyd_log_objective']:8.3f}{_fmt(row['tied_log_objective']):>13}"
+                     f"{_fmt(row['d_only_log_objective']):>12}{_fmt(row['standard_log_objective']):>17}")
+    return lines
+
+
+def multi_step(result):
+    lines = ["mean log k-means objective after 20 re-embedded steps, median over seeds:",
+             f"  {'trained through':<30}{'Lloyd':>8}{'learned':>10}{'learned - Lloyd':>17}"]
+    for key, row in result["per_n_layers"].items():
+        learned, lloyd = row["learned_log_objective"], row["lloyd_log_objective"]
+        gap = "" if learned is None else f"{learned - lloyd:+.3f}"
+        lines.append(f"  {key:<30}{lloyd:8.3f}{_fmt(learned):>10}{gap:>17}")
+    return lines
+
+
+def real_data(result):
+    lines = [f"{result['restarts']} random initializations per data set; after {result['n_eval_steps']} steps: "
+             "mean log objective / adjusted Rand index with the classes (median over seeds):",
+             f"  {'data set':<15}{'k':>3}{'Lloyd':>15}{'tied':>15}{'[x] only':>15}{'standard':>15}"
+             f"{'gamma=inf exact':>17}"]
+    for key, row in result["per_dataset"].items():
+        cells = [f"{row[m]['log_objective']:.3f} / {row[m]['ari']:.2f}" if m in row else "-"
+                 for m in ("lloyd", "tied", "d_only", "standard")]
+        c = row["construction"]["inf"]
+        exact = f"{c['exact']}/{c['tie_free']}"
+        lines.append(f"  {key:<15}{row['k']:>3}" + "".join(f"{c:>15}" for c in cells) + f"{exact:>17}")
+    lines.append("(last column: runs equal to Lloyd at gamma = inf / runs without an exact distance tie)")
+    return lines
+
+
+def weights(result):
+    lines = ["data-block diagonal mean of each learned matrix, per seed (construction in brackets):"]
+    for key, entry in result["per_seed"][0].items():
+        values = ", ".join(f"{s[key]['diag_mean']:+.3f}" for s in result["per_seed"])
+        lines.append(f"  {key:<8} {values}   [{entry.get('construction_diag_mean', float('nan')):+.1f}]")
+    return lines
