@@ -10,7 +10,7 @@ import pytest
 from kmt_ref.__main__ import main
 from kmt_ref.learning import protocols
 from kmt_ref.learning.train import train
-from kmt_ref.programs import experiments, registry
+from kmt_ref.programs import beyond, experiments, registry
 
 TINY = dict(n_steps=12, seeds=(0, 1), eval_tasks=6, val_tasks=6, n_eval_steps=3, gen_n=(40,),
             train=dict(d=2, k=3, n=24, batch=3, eval_every=4))
@@ -98,7 +98,7 @@ def test_training_curves_summarize_every_setting_and_layout_over_seeds(monkeypat
 
 def test_any_k_runs_one_tied_model_at_every_k_beside_per_k_models(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(protocols.SCALES, "beyond", TINY)
-    monkeypatch.setattr(experiments, "ANY_K", (2, 3, 4))
+    monkeypatch.setattr(beyond, "ANY_K", (2, 3, 4))
     out = registry.run_experiment("any-k", "beyond", str(tmp_path), progress=False)
     assert out["ks"] == [2, 3, 4] and out["trained_at_k"] == 3
     for k, row in out["per_k"].items():
@@ -116,8 +116,8 @@ def test_any_k_runs_one_tied_model_at_every_k_beside_per_k_models(monkeypatch, t
 
 def test_multi_step_trains_through_each_number_of_layers(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(protocols.SCALES, "beyond", TINY)
-    monkeypatch.setattr(experiments, "MULTI_STEP", (1, 2))
-    monkeypatch.setattr(experiments, "MULTI_STEP_EVERY", (2,))
+    monkeypatch.setattr(beyond, "MULTI_STEP", (1, 2))
+    monkeypatch.setattr(beyond, "MULTI_STEP_EVERY", (2,))
     out = registry.run_experiment("multi-step", "beyond", str(tmp_path), progress=False)
     assert list(out["per_n_layers"]) == ["T=1", "T=2", "T=2, loss on every step"]
     rows = out["per_n_layers"]
@@ -132,8 +132,8 @@ def test_multi_step_trains_through_each_number_of_layers(monkeypatch, tmp_path, 
 
 def test_real_data_checks_the_constructions_and_runs_every_learned_layer(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(protocols.SCALES, "beyond", TINY)
-    monkeypatch.setattr(experiments, "DATASETS", {"iris": None, "breast_cancer": None})
-    monkeypatch.setattr(experiments, "REAL_DATA_RESTARTS", 3)
+    monkeypatch.setattr(beyond, "DATASETS", {"iris": None, "breast_cancer": None})
+    monkeypatch.setattr(beyond, "REAL_DATA_RESTARTS", 3)
     out = registry.run_experiment("real-data", "beyond", str(tmp_path), progress=False)
     iris = out["per_dataset"]["iris"]
     assert (iris["n"], iris["d"], iris["k"]) == (150, 4, 3)
@@ -193,8 +193,8 @@ def test_an_exact_distance_tie_is_detected_and_is_where_hardmax_and_lloyd_part()
     X = np.array([[0.0], [1.0], [2.0], [2.2]])
     init = np.array([[0.0], [2.0]])  # the point 1.0 is exactly as near to both centers
     ref = kmt_ref.lloyd(X, init, 2)
-    assert experiments._has_tie(X, ref.centers)
-    assert not experiments._has_tie(X + np.array([[0.0], [0.01], [0.0], [0.0]]), ref.centers)
+    assert beyond._has_tie(X, ref.centers)
+    assert not beyond._has_tie(X + np.array([[0.0], [0.01], [0.0], [0.0]]), ref.centers)
     run = kmt_ref.lloyd_transformer(1, 2).run(X, init, 2)
     # averaging hardmax splits the tied point between the two centers; Lloyd gives it to the first
     assert not np.allclose(run.centers[1], ref.centers[1])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .._validation import check_choice
 from ..learning.protocols import SCALES, learning_headline
-from . import experiments, paper_sweep, reports, sweep
+from . import beyond, experiments, paper_sweep, reports, sweep
 from ._results import check_output_dir
 
 __all__ = ["Experiment", "EXPERIMENTS", "LEARNING", "run_experiment"]
@@ -97,12 +97,12 @@ EXPERIMENTS = {e.name: e for e in (
                "training-figure settings (--figures scale)", scales=("figures",),
                run=experiments.training_curves, report=reports.training_curves),
     Experiment("any-k", "", "beyond the paper: one tied layer trained at k = 10, run at k = 5, 10, 16, 25 "
-               "(--beyond scale)", scales=("beyond",), run=experiments.any_k, report=reports.any_k),
+               "(--beyond scale)", scales=("beyond",), run=beyond.any_k, report=reports.any_k),
     Experiment("multi-step", "", "beyond the paper: layers trained through T = 1, 2, 3 re-embedded steps, the "
                "loss on the last or on every step (--beyond scale)", scales=("beyond",),
-               run=experiments.multi_step, report=reports.multi_step),
+               run=beyond.multi_step, report=reports.multi_step),
     Experiment("real-data", "", "beyond the paper: the constructions and the learned layers on iris, wine, "
-               "breast cancer, digits", scales=("beyond",), run=experiments.real_data, report=reports.real_data),
+               "breast cancer, digits", scales=("beyond",), run=beyond.real_data, report=reports.real_data),
 )}
 
 #: The learning experiments (those with a ``run``), in the registry's order.
