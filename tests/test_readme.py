@@ -24,7 +24,7 @@ def test_readme_snippet_prints_the_numbers_shown_in_the_readme():
 
 
 def test_readme_learning_table_matches_the_committed_report():
-    from kmt_ref.programs.experiments import report
+    from kmt_ref.learning.protocols import learning_headline as report
 
     rep = report()
     text = README.read_text()

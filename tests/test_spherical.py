@@ -176,6 +176,11 @@ def test_a_zero_row_is_refused_with_its_index(where):
         spherical_kmeans(X, init, 1)
     with pytest.raises(ValueError, match=pattern):
         spherical_kmeans_transformer(3, 2).run(X, init, 1)
+    # in a batch, the task is named too
+    Xb, initb = np.stack([_task(10, 20, 3, 2)[0], X]), np.stack([_task(10, 20, 3, 2)[1], init])
+    pattern = rf"{where}\[1, {5 if where == 'X' else 1}\] must be nonzero"
+    with pytest.raises(ValueError, match=pattern):
+        spherical_kmeans_transformer(3, 2).run(Xb, initb, 1)
 
 
 def test_spherical_kmeans_refuses_bad_shapes_and_counts_and_keeps_inputs():

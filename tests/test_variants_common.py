@@ -55,6 +55,25 @@ def test_variant_transformer_equals_its_twin_far_from_the_origin(name, offset):
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
+def test_the_twin_takes_one_task_and_the_transformer_a_batch_of_them(name):
+    # The contract Variant states: the classical twin refuses a batch; the transformer runs one, each task
+    # with the numbers it has alone (the draws of a random variant follow the batch, so it is run whole).
+    v = VARIANTS[name]
+    X = np.stack([v.problem(*kmt_ref.gaussian_mixture(np.random.default_rng(s), n=40, d=3, k=3)[:2])[0]
+                  for s in (1, 2)])
+    init = X[:, :3].copy()
+    value = v.values[0]
+    rng = dict(rng=np.random.default_rng(0)) if v.needs_rng else {}
+    with pytest.raises(ValueError, match="2-D"):
+        v.classical(X, init, 2, **v._kwargs(value), **rng)
+    model = v.build(3, 3, value)
+    batch = model.run(X, init, 2, **rng)
+    if not v.needs_rng:
+        for b in range(2):
+            np.testing.assert_array_equal(batch.centers[:, b], model.run(X[b], init[b], 2).centers)
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
 def test_the_twins_are_not_lloyd_so_the_check_can_fail(name):
     # each variant moves centers differently from Lloyd somewhere (else the comparison would prove nothing new)
     v = VARIANTS[name]

@@ -47,10 +47,14 @@ def _euclidean_hardmax(queries, keys, values):
     return (members if values is None else np.matmul(members, values)) / count
 
 
-def _linear(scores, values):
-    """Non-negative scores over their row sums (an all-zero row: uniform), times the values."""
+def _check_nonnegative(scores):
     if np.any(scores < 0):
         raise ValueError("linear attention needs non-negative scores; got a negative score")
+
+
+def _linear(scores, values):
+    """Non-negative scores over their row sums (an all-zero row: uniform), times the values."""
+    _check_nonnegative(scores)
     total = np.sum(scores, axis=-1, keepdims=True)
     if np.all(total > 0):
         scores /= total  # in place: the scores are this chunk's own array
@@ -81,8 +85,7 @@ def linear_over_keys(queries, keys, values, score):
     num, total = 0.0, 0.0
     for b in range(0, keys.shape[0], step):
         s = SCORES[score](queries, keys[b : b + step])
-        if np.any(s < 0):
-            raise ValueError("linear attention needs non-negative scores; got a negative score")
+        _check_nonnegative(s)
         num = num + np.matmul(s, values[b : b + step])
         total = total + np.sum(s, axis=-1, keepdims=True)
     if np.all(total > 0):

@@ -13,6 +13,7 @@ from autograd.extend import defvjp, defvjp_argnums, primitive
 
 from .._validation import check_int, check_projection
 from .pool import TaskPool
+from .structure import affine
 
 __all__ = ["euclidean_softmax_attention", "project", "query_rows", "euclidean_softmax_weights", "softmax_inplace",
            "SERIAL"]
@@ -215,12 +216,7 @@ def project(Z, W, b, pool=SERIAL):
     tasks one task after the other, in autograd's order.
     """
     check_projection(Z, W, b)
-    return pool.over_tasks(lambda z: _plain_project(z, W, b), Z.shape[-2] * W.shape[0], Z)
-
-
-def _plain_project(Z, W, b):
-    out = np.matmul(Z, np.swapaxes(W, -1, -2))
-    return out if b is None else out + b
+    return pool.over_tasks(lambda z: affine(z, W, b), Z.shape[-2] * W.shape[0], Z)
 
 
 def _project_vjp(argnums, ans, args, kwargs):

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Projection", "Structure", "structure"]
+__all__ = ["Projection", "Structure", "structure", "affine"]
+
+
+def affine(Z, W, b):
+    """``Z @ W.T + b`` (``b`` may be None) on plain arrays: every projection of the kernels is this one."""
+    out = np.matmul(Z, np.swapaxes(W, -1, -2))
+    return out if b is None else out + b
 
 
 def _as_index(mask):
@@ -44,8 +50,7 @@ class Projection:
             return Z
         if self.sign == -1:
             return -Z
-        out = Z @ self.W.T
-        return out if self.b is None else out + self.b
+        return affine(Z, self.W, self.b)
 
 
 def _projection(W, b, rows):

@@ -5,8 +5,10 @@ learnable one-layer transformer, built on :func:`kmt_ref.layer.transformer_layer
 ``loss`` (smoothed k-means objective), ``optim`` (Adam, plateau schedule),
 ``checkpoint``, ``progress`` and ``train`` (resumable training), ``evaluate``
 (multi-step evaluation; Lloyd on batches is :func:`kmt_ref.lloyd` itself) and
-``analysis`` (attention maps of a trained layer). The experiments that use them
-are programs: :mod:`kmt_ref.programs.experiments` (``python -m kmt_ref reproduce``).
+``analysis`` (attention maps and weights of a trained layer), ``protocols`` (the
+experiments' scales and runs, and a reader of the results committed with the
+package). The experiments themselves are programs, above the library
+(``python -m kmt_ref reproduce``, ``kmt_ref.programs``).
 """
 
 from ..tasks import FAMILIES, sample_tasks

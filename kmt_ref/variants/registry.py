@@ -38,7 +38,11 @@ class Variant:
         Short label (``verify`` rows, tables), e.g. ``"robust (sparsemax)"``.
     classical : callable
         ``classical(X, init, n_iter, **{parameter: value})`` (and ``rng=``
-        when ``needs_rng``) -> :class:`~kmt_ref.trajectory.Trajectory`.
+        when ``needs_rng``) -> :class:`~kmt_ref.trajectory.Trajectory`. One
+        task, ``X`` of shape (n, d): a batch is refused with a ``ValueError``
+        (the classical twins are the readable statement of each algorithm;
+        the transformer runs batches, each task as it runs alone; both are
+        checked by the common test).
     transformer : callable
         ``transformer(d, k, **{parameter: value})`` -> the
         :class:`~kmt_ref.layer.KMeansTransformer` that realizes ``classical``.

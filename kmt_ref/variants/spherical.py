@@ -73,7 +73,7 @@ from dataclasses import replace
 import autograd.numpy as anp
 import numpy as np
 
-from .._validation import check_centers, check_data, check_problem
+from .._validation import check_batch, check_centers, check_data, check_problem, is_batch
 from ..layer import KMeansTransformer
 from ..lloyd_transformer import lloyd_transformer
 from ..tokens import TokenLayout
@@ -89,13 +89,14 @@ __all__ = [
 
 
 def _check_nonzero_rows(A, name):
-    """Refuse a zero row: it has no direction to normalize."""
-    zero = np.flatnonzero(~np.any(A != 0, axis=1))
+    """Refuse a zero row (of any task of a batch): it has no direction to normalize."""
+    zero = np.argwhere(~np.any(A != 0, axis=-1))
     if zero.size:
-        i = int(zero[0])
+        i = tuple(int(j) for j in zero[0])
+        where = ", ".join(str(j) for j in i)
         raise ValueError(
-            f"{name}[{i}] must be nonzero to be normalized to unit length; "
-            f"got {name}[{i}]={A[i].tolist() if A.shape[1] <= 6 else 'all zeros'}"
+            f"{name}[{where}] must be nonzero to be normalized to unit length; "
+            f"got {name}[{where}]={A[i].tolist() if A.shape[-1] <= 6 else 'all zeros'}"
         )
 
 
@@ -229,8 +230,12 @@ class _SphericalTransformer(KMeansTransformer):
     """A :class:`KMeansTransformer` that also refuses zero rows (no direction)."""
 
     def run(self, X, init, n_layers, rng=None, **options):
-        X = check_data(X)
-        init = check_centers(init, X.shape[1])
+        if is_batch(X):
+            X = check_batch(X, init)
+            init = np.asarray(init, dtype=np.float64)
+        else:
+            X = check_data(X)
+            init = check_centers(init, X.shape[1])
         _check_nonzero_rows(X, "X")
         _check_nonzero_rows(init, "init")
         # Directions are all that matter: keep the normalization's squares in range.
