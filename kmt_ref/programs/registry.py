@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .._validation import check_choice
 from ..learning.protocols import SCALES, learning_headline
-from . import beyond, experiments, paper_sweep, reports, sweep
+from . import beyond, dissection, experiments, paper_sweep, reports, sweep
 from ._results import check_output_dir
 
 __all__ = ["Experiment", "EXPERIMENTS", "LEARNING", "run_experiment"]
@@ -101,6 +101,9 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("multi-step", "", "beyond the paper: layers trained through T = 1, 2, 3 re-embedded steps, the "
                "loss on the last or on every step (--beyond scale)", scales=("beyond",),
                run=beyond.multi_step, report=reports.multi_step),
+    Experiment("dissection", "", "beyond the paper: what the learned layer learned - each block and part of it "
+               "changed in turn, and what its first application measures", run=dissection.dissection,
+               report=reports.dissection),
     Experiment("real-data", "", "beyond the paper: the constructions and the learned layers on iris, wine, "
                "breast cancer, digits", scales=("beyond",), run=beyond.real_data, report=reports.real_data),
 )}

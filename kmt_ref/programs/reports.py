@@ -10,7 +10,7 @@ import numpy as np
 from ..learning.protocols import PAPER_LEARNING
 
 __all__ = ["learning", "eval_dropout", "ablation", "shifted", "training_curves", "any_k", "multi_step",
-           "real_data", "weights"]
+           "real_data", "weights", "dissection"]
 
 
 def _fmt(value):
@@ -122,4 +122,19 @@ def weights(result):
     for key, entry in result["per_seed"][0].items():
         values = ", ".join(f"{s[key]['diag_mean']:+.3f}" for s in result["per_seed"])
         lines.append(f"  {key:<8} {values}   [{entry.get('construction_diag_mean', float('nan')):+.1f}]")
+    return lines
+
+
+def dissection(result):
+    gain = result["gain"]
+    lines = [f"{result['n_tasks']} held-out tasks per seed, {result['n_eval_steps']} steps; the learned layer's gain over "
+             f"Lloyd (mean log objective): median {np.median(gain):.3f} [{min(gain):.3f}, {max(gain):.3f}] over "
+             "seeds", "change of the final mean log objective when one part is changed (positive: worse), median "
+             "[min, max] over seeds, and the median share of the gain it costs:"]
+    for name, row in result["ablations"].items():
+        lines.append(f"  {name:<28}{row['median']:+8.3f}  [{row['min']:+.3f}, {row['max']:+.3f}]"
+                     f"{row['share_of_gain']:8.1f}x")
+    lines.append("the first application of the layer, median [min, max] over seeds:")
+    for key, values in result["quantities"].items():
+        lines.append(f"  {key:<28}{np.median(values):8.3f}  [{min(values):.3f}, {max(values):.3f}]")
     return lines

@@ -1,0 +1,197 @@
+"""What the trained layer learned, part 1: where its gain over Lloyd comes from.
+
+Evaluation only, on the committed ``[x | y]`` models: each model is run with
+one part of it changed (:data:`ABLATIONS`) on held-out tasks of its seed, and
+the change in the final mean log objective is recorded; on the same tasks the
+quantities a hypothesis about the layer needs are measured
+(:func:`first_layer_quantities`). Each seed is one job: its result file
+(``dissection/seed<S>.json`` under the results folder) is written when it is
+done and reused when it exists, so an interrupted run continues where it
+stopped.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+from ..classical import lloyd
+from ..geometry import nearest_center, squared_distances
+from ..layer import BLOCK_NAMES
+from ..learning.analysis import attention_maps
+from ..learning.evaluate import evaluation_tasks, log_objective_curve
+from ..learning.model import run_steps, to_transformer, unflatten
+from ..learning.protocols import SCALES
+from ._results import check_output_dir
+from .experiments import _models, _status
+
+__all__ = ["ABLATIONS", "ablated", "first_layer_quantities", "dissection"]
+
+#: Held-out tasks per seed for the ablations (the paper-scale evaluations use 320; 64 keep the 26 runs of a
+#: seed to minutes).
+DISSECTION_TASKS = 64
+#: Tasks per seed on which the first layer's attention is measured (its point-to-point map is n x n).
+QUANTITY_TASKS = 8
+
+
+def _remove(p, x, y):
+    p["Wv"][:] = 0.0
+    p["bv"][:] = 0.0
+
+
+def _uniform(p, x, y):  # equal scores: every query averages all the values
+    for name in ("Wq", "Wk", "bq", "bk"):
+        p[name][:] = 0.0
+
+
+def _scores_without(part):
+    def change(p, x, y):
+        cols = {"x": x, "y": y}[part]
+        p["Wq"][:, cols] = 0.0
+        p["Wk"][:, cols] = 0.0
+    return change
+
+
+def _writes_no(part):
+    def change(p, x, y):
+        rows = {"x": x, "y": y}[part]
+        p["Wv"][rows, :] = 0.0
+        p["bv"][rows] = 0.0
+    return change
+
+
+#: The changes made to one block, by name: ``change(params_of_block, x_slice, y_slice)`` in place.
+CHANGES = {
+    "removed": _remove,
+    "uniform attention": _uniform,
+    "scores ignore x": _scores_without("x"),
+    "scores ignore y": _scores_without("y"),
+    "writes no x": _writes_no("x"),
+    "writes no y": _writes_no("y"),
+}
+
+#: Every ablation: ``"<block>: <change>"``.
+ABLATIONS = tuple(f"{b}: {c}" for b in BLOCK_NAMES for c in CHANGES)
+
+
+def ablated(theta, config, name):
+    """A copy of ``theta`` with the ablation ``name`` (one of :data:`ABLATIONS`) made."""
+    block, change = name.split(": ")
+    phi = np.array(theta, dtype=np.float64)
+    params = unflatten(phi, config)  # views of phi
+    layout = config.layout
+    CHANGES[change](params[block], layout.slices["x"], layout.slices["y"])
+    return phi
+
+
+def _fit_through_origin(u, v):
+    """``(b, r2)``: the least-squares ``v ~ b u`` and the share of ``v``'s square it explains."""
+    b = float(np.dot(u, v) / np.dot(u, u))
+    return b, float(1.0 - np.sum((v - b * u) ** 2) / np.sum(v * v))
+
+
+def first_layer_quantities(theta, config, X, init):
+    """What the first application of the layer does on tasks ``X`` (B, n, d) from ``init`` (B, k, d).
+
+    Returns a dict of floats (means over the tasks):
+
+    * ``cax_inverse_temperature``, ``cax_fit_r2``: CAX's weights fitted as a
+      softmax of ``-beta ||x - c||^2`` over the centers (log-weight differences
+      against squared-distance differences, through the origin) and the share
+      of the log-weight differences the fit explains;
+    * ``sax_inverse_width``, ``sax_fit_r2``: the same for SAX's point-to-point
+      weights, ``-||x_i - x_l||^2 / h``; ``sax_self_weight``: the mean weight a
+      point gives itself; ``sax_neighbours``: the effective number of points it
+      averages, ``1 / sum_l a_il^2``;
+    * ``center_step``: ``s`` in ``c_new - c ~ s (m - c)``, ``m`` the means of
+      Lloyd's assignment (1: a full Lloyd step);
+    * ``cax_not_nearest``: the fraction of points whose largest CAX weight is
+      not on their nearest center; ``cac_not_nearest``: the fraction whose
+      largest weight in CAC (the center that weighs the point most when the
+      centers average the points) is not their nearest center. (The learned
+      layer's ``y`` block is no assignment: CAX's values barely write it.)
+    """
+    model = to_transformer(np.asarray(theta), config)
+    out = {key: [] for key in ("cax_inverse_temperature", "cax_fit_r2", "sax_inverse_width", "sax_fit_r2",
+                               "sax_self_weight", "sax_neighbours", "center_step", "cax_not_nearest",
+                               "cac_not_nearest")}
+    for Xb, Cb in zip(X, init, strict=True):
+        maps = attention_maps(model, Xb, Cb)
+        near = nearest_center(Xb, Cb)
+        D = squared_distances(Xb, Cb)
+        rows = np.arange(len(Xb))
+        with np.errstate(divide="ignore"):
+            logs = np.log(maps["CAX"])
+        ok = np.isfinite(logs)
+        u = (D - D[rows, near][:, None])[ok]
+        v = (logs - logs[rows, near][:, None])[ok]
+        beta, r2 = _fit_through_origin(u, -v)
+        out["cax_inverse_temperature"].append(beta), out["cax_fit_r2"].append(r2)
+        S = maps["SAX"]
+        with np.errstate(divide="ignore"):
+            logs = np.log(S)
+        Dp = squared_distances(Xb, Xb)
+        ok = np.isfinite(logs)
+        inv_h, r2 = _fit_through_origin((Dp - np.diag(Dp)[:, None])[ok], -(logs - np.diag(logs)[:, None])[ok])
+        out["sax_inverse_width"].append(inv_h), out["sax_fit_r2"].append(r2)
+        out["sax_self_weight"].append(float(np.mean(np.diag(S))))
+        out["sax_neighbours"].append(float(np.mean(1.0 / np.sum(S * S, axis=1))))
+        step = model.run(Xb, Cb, 1)
+        means = lloyd(Xb, Cb, 1, empty_cluster="keep").centers[1]
+        moved, target = (step.centers[1] - Cb).ravel(), (means - Cb).ravel()
+        out["center_step"].append(float(np.dot(moved, target) / np.dot(target, target)))
+        out["cax_not_nearest"].append(float(np.mean(np.argmax(maps["CAX"], axis=1) != near)))
+        out["cac_not_nearest"].append(float(np.mean(np.argmax(maps["CAC"], axis=0) != near)))
+    return {key: float(np.mean(v)) for key, v in out.items()}
+
+
+def _final(X, centers):
+    return float(log_objective_curve(X, centers)[0][-1])
+
+
+def _seed_job(r, n_steps, n_tasks, engine):
+    """One seed's numbers: Lloyd, the learned layer and every ablation after ``n_steps``, and the quantities."""
+    config = r.config.model
+    X, init = evaluation_tasks(r.config, n_tasks)
+    finals = {"Lloyd": _final(X, lloyd(X, init, n_steps).centers),
+              "learned": _final(X, run_steps(r.theta, X, init, config, n_steps, engine=engine))}
+    for name in ABLATIONS:
+        finals[name] = _final(X, run_steps(ablated(r.theta, config, name), X, init, config, n_steps, engine=engine))
+    quantities = first_layer_quantities(r.theta, config, X[:QUANTITY_TASKS], init[:QUANTITY_TASKS])
+    return dict(seed=r.config.seed, step=int(r.step), n_tasks=n_tasks, n_eval_steps=n_steps, final=finals,
+                quantities=quantities)
+
+
+def dissection(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
+    """Where the learned layer's gain over Lloyd comes from: every ablation on every seed, and the quantities."""
+    s = SCALES[scale]
+    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
+    n_tasks, n_steps = min(DISSECTION_TASKS, s["eval_tasks"]), s["n_eval_steps"]
+    per_seed = []
+    for r in models:
+        path = check_output_dir(os.path.join(results_dir, scale, "dissection", f"seed{r.config.seed}.json"))
+        job = dict(seed=r.config.seed, step=int(r.step), n_tasks=n_tasks, n_eval_steps=n_steps)
+        if os.path.exists(path):
+            with open(path) as f:
+                done = json.load(f)
+            if {key: done.get(key) for key in job} == job:  # the same job: reuse it
+                per_seed.append(done)
+                continue
+        if progress:
+            print(f"  dissecting seed {r.config.seed}: {len(ABLATIONS)} ablations on {n_tasks} tasks, "
+                  f"{n_steps} steps", file=sys.stderr, flush=True)
+        result = _seed_job(r, n_steps, n_tasks, engine)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
+        per_seed.append(result)
+    gain = [p["final"]["Lloyd"] - p["final"]["learned"] for p in per_seed]
+    summary = {}
+    for name in ABLATIONS:
+        loss = [p["final"][name] - p["final"]["learned"] for p in per_seed]
+        summary[name] = dict(median=float(np.median(loss)), min=float(np.min(loss)), max=float(np.max(loss)),
+                             share_of_gain=float(np.median([a / g for a, g in zip(loss, gain, strict=True)])))
+    quantities = {key: [p["quantities"][key] for p in per_seed] for key in per_seed[0]["quantities"]}
+    return dict(**_status(models), n_tasks=n_tasks, n_eval_steps=n_steps, gain=gain, ablations=summary,
+                quantities=quantities, per_seed=per_seed)
