@@ -86,8 +86,12 @@ def ablated(theta, config, name):
 
 
 def _fit_through_origin(u, v):
-    """``(b, r2)``: the least-squares ``v ~ b u`` and the share of ``v``'s square it explains."""
-    b = float(np.dot(u, v) / np.dot(u, u))
+    """``(b, r2)``: the least-squares ``v ~ b u`` and the share of ``v``'s square it explains; ``(None, None)``
+    when there is nothing to fit (every weight but the largest is exactly 0: a hardmax)."""
+    uu = float(np.dot(u, u))
+    if uu == 0.0:
+        return None, None
+    b = float(np.dot(u, v) / uu)
     return b, float(1.0 - np.sum((v - b * u) ** 2) / np.sum(v * v))
 
 
@@ -99,7 +103,8 @@ def first_layer_quantities(theta, config, X, init):
     * ``cax_inverse_temperature``, ``cax_fit_r2``: CAX's weights fitted as a
       softmax of ``-beta ||x - c||^2`` over the centers (log-weight differences
       against squared-distance differences, through the origin) and the share
-      of the log-weight differences the fit explains;
+      of the log-weight differences the fit explains (``None`` when every
+      weight but the largest underflows to 0: nothing to fit);
     * ``sax_inverse_width``, ``sax_fit_r2``: the same for SAX's point-to-point
       weights, ``-||x_i - x_l||^2 / h``; ``sax_self_weight``: the mean weight a
       point gives itself; ``sax_neighbours``: the effective number of points it
@@ -143,7 +148,8 @@ def first_layer_quantities(theta, config, X, init):
         out["center_step"].append(float(np.dot(moved, target) / np.dot(target, target)))
         out["cax_not_nearest"].append(float(np.mean(np.argmax(maps["CAX"], axis=1) != near)))
         out["cac_not_nearest"].append(float(np.mean(np.argmax(maps["CAC"], axis=0) != near)))
-    return {key: float(np.mean(v)) for key, v in out.items()}
+    return {key: (float(np.mean([x for x in v if x is not None])) if any(x is not None for x in v) else None)
+            for key, v in out.items()}
 
 
 def _final(X, centers):

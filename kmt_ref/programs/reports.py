@@ -136,5 +136,6 @@ def dissection(result):
                      f"{row['share_of_gain']:8.1f}x")
     lines.append("the first application of the layer, median [min, max] over seeds:")
     for key, values in result["quantities"].items():
-        lines.append(f"  {key:<28}{np.median(values):8.3f}  [{min(values):.3f}, {max(values):.3f}]")
+        v = [x for x in values if x is not None]
+        lines.append(f"  {key:<28}" + (f"{np.median(v):8.3f}  [{min(v):.3f}, {max(v):.3f}]" if v else "   (none)"))
     return lines
