@@ -88,3 +88,13 @@ def test_the_kernels_are_tiers_that_only_import_downward():
     wrong = sorted(f"{m} -> {d}" for m in level for d in graph[m]
                    if (d in level and level[d] >= level[m]) or d in ("kmt_ref.engine", "kmt_ref.layer"))
     assert wrong == [], "kernel modules importing sideways or up: " + "; ".join(wrong)
+
+
+def test_plotting_and_the_workbook_read_results_without_the_programs():
+    # They read committed results through the library (kmt_ref.learning.protocols, the programs' own loaders
+    # are for the programs): nothing below the programs imports them.
+    graph = import_graph()
+    wrong = sorted(f"{m} -> {d}" for m, deps in graph.items()
+                   if m.startswith(("kmt_ref.plotting", "kmt_ref.exercises")) for d in deps
+                   if d.startswith("kmt_ref.programs"))
+    assert wrong == [], "; ".join(wrong)

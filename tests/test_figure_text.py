@@ -56,9 +56,9 @@ def test_the_training_figures_are_readable():
 
 def test_the_paper_sweep_heatmaps_are_readable():
     from kmt_ref.plotting.certificate import paper_sweep_heatmaps
-    from kmt_ref.programs.paper_sweep import load_paper_sweep
+    from kmt_ref.programs.paper_sweep import heatmaps, load_paper_sweep
 
-    assert smallest_text_px(paper_sweep_heatmaps(load_paper_sweep(), 1.0)) >= MIN_TEXT_PX
+    assert smallest_text_px(paper_sweep_heatmaps(heatmaps(load_paper_sweep(), 1.0), 1.0)) >= MIN_TEXT_PX
 
 
 def test_the_outlier_figure_is_readable():

@@ -124,7 +124,7 @@ def bound_vs_measured(gammas, measured, bound):
     return fig
 
 
-def paper_sweep_heatmaps(result, gamma, authors=None):
+def paper_sweep_heatmaps(panels, gamma):
     """The paper's four heatmaps for one gamma: ours (left column) and the authors' (right column).
 
     Each panel is the mean, over the cells both sweeps ran, of the log
@@ -132,26 +132,22 @@ def paper_sweep_heatmaps(result, gamma, authors=None):
 
     Parameters
     ----------
-    result : dict
-        From :func:`kmt_ref.programs.paper_sweep.run_paper_sweep` or ``load_paper_sweep``.
+    panels : list
+        ``[(rows_axis, cols_axis, row values, column values, ours, theirs), ...]``, one per heatmap
+        (``kmt_ref.programs.paper_sweep.heatmaps``).
     gamma : float
-    authors : dict, optional
-        :func:`kmt_ref.programs.paper_sweep.load_authors` (read from the package by default).
+        For the title.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    from ..programs.paper_sweep import HEATMAPS, heatmap_grids, load_authors
-
-    authors = load_authors() if authors is None else authors
     names = {"k": "clusters k", "d": "dimensions d", "n": "points n", "scale": "scale"}
     # Two columns, one row per heatmap: narrow enough that its 8 pt labels stay readable in the book.
-    fig = Figure(figsize=(8.0, 3.0 * len(HEATMAPS)), layout="constrained")
-    axes = fig.subplots(len(HEATMAPS), 2)
+    fig = Figure(figsize=(8.0, 3.0 * len(panels)), layout="constrained")
+    axes = fig.subplots(len(panels), 2, squeeze=False)
     image = None
-    for row, (rows_axis, cols_axis) in enumerate(HEATMAPS):
-        rv, cv, ours, theirs = heatmap_grids(result, float(gamma), rows_axis, cols_axis, authors)
+    for row, (rows_axis, cols_axis, rv, cv, ours, theirs) in enumerate(panels):
         for col, (who, values) in enumerate((("ours", ours), ("authors", theirs))):
             ax = axes[row, col]
             image = ax.imshow(values, origin="lower", aspect="auto", cmap="viridis", vmin=0, vmax=3)

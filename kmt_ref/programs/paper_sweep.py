@@ -41,7 +41,7 @@ from ..tasks import DATA_DIR
 from ._results import COMMITTED_DIR, check_output_dir, output_dir
 
 __all__ = ["PAPER_GRID", "HEATMAPS", "authors_task", "cell_losses", "run_paper_sweep", "load_authors",
-           "load_paper_sweep", "summarize", "compare", "coverage", "heatmap_grids", "reproduce"]
+           "load_paper_sweep", "summarize", "compare", "coverage", "heatmap_grids", "heatmaps", "reproduce"]
 
 #: The authors' grid.
 PAPER_GRID = dict(
@@ -212,6 +212,13 @@ def heatmap_grids(result, gamma, rows_axis, cols_axis, authors=None):
     rv, cv = sorted({key[0] for key in a}), sorted({key[1] for key in a})
     grid = lambda m: np.array([[m.get((r, c), np.nan) for c in cv] for r in rv])  # noqa: E731
     return rv, cv, grid(a), grid(b)
+
+
+def heatmaps(result, gamma, authors=None):
+    """The paper's four heatmaps at ``gamma``: ``[(rows_axis, cols_axis, row values, column values, ours,
+    theirs), ...]`` in the order of :data:`HEATMAPS` (what ``plotting.certificate.paper_sweep_heatmaps`` draws)."""
+    authors = load_authors() if authors is None else authors
+    return [(r, c, *heatmap_grids(result, float(gamma), r, c, authors)) for r, c in HEATMAPS]
 
 
 def coverage(result):
