@@ -199,5 +199,5 @@ def dissection(scale="quick", results_dir=None, train_missing=True, progress=Tru
         summary[name] = dict(median=float(np.median(loss)), min=float(np.min(loss)), max=float(np.max(loss)),
                              share_of_gain=float(np.median([a / g for a, g in zip(loss, gain, strict=True)])))
     quantities = {key: [p["quantities"][key] for p in per_seed] for key in per_seed[0]["quantities"]}
-    return dict(**_status(models), n_tasks=n_tasks, n_eval_steps=n_steps, gain=gain, ablations=summary,
-                quantities=quantities, per_seed=per_seed)
+    return dict(**_status(models), n_tasks=n_tasks, n_eval_steps=n_steps, quantity_tasks=QUANTITY_TASKS, gain=gain,
+                ablations=summary, quantities=quantities, per_seed=per_seed)
