@@ -17,14 +17,14 @@ def _fmt(value):
     return "diverged" if value is None else f"{value:.3f}"
 
 
-def _gap_table(rows):
+def _gap_table(rows, title="mean log k-means objective after 20 steps, median over seeds (lower is better):",
+               label="tasks", width=28):
     """Lloyd and learned log objectives per setting, and their difference."""
-    lines = ["mean log k-means objective after 20 steps, median over seeds (lower is better):",
-             f"  {'tasks':<28}{'Lloyd':>8}{'learned':>10}{'learned - Lloyd':>17}"]
+    lines = [title, f"  {label:<{width}}{'Lloyd':>8}{'learned':>10}{'learned - Lloyd':>17}"]
     for setting, row in rows.items():
         learned, lloyd = row["learned_log_objective"], row["lloyd_log_objective"]
         gap = "" if learned is None else f"{learned - lloyd:+.3f}"
-        lines.append(f"  {setting:<28}{lloyd:8.3f}{_fmt(learned):>10}{gap:>17}")
+        lines.append(f"  {setting:<{width}}{lloyd:8.3f}{_fmt(learned):>10}{gap:>17}")
     return lines
 
 
@@ -93,13 +93,8 @@ def any_k(result):
 
 
 def multi_step(result):
-    lines = ["mean log k-means objective after 20 re-embedded steps, median over seeds:",
-             f"  {'trained through':<30}{'Lloyd':>8}{'learned':>10}{'learned - Lloyd':>17}"]
-    for key, row in result["per_n_layers"].items():
-        learned, lloyd = row["learned_log_objective"], row["lloyd_log_objective"]
-        gap = "" if learned is None else f"{learned - lloyd:+.3f}"
-        lines.append(f"  {key:<30}{lloyd:8.3f}{_fmt(learned):>10}{gap:>17}")
-    return lines
+    return _gap_table(result["per_n_layers"],
+                      "mean log k-means objective after 20 re-embedded steps, median over seeds:", "trained through", 30)
 
 
 def real_data(result):
@@ -127,8 +122,8 @@ def weights(result):
 
 def dissection(result):
     gain = result["gain"]
-    lines = [f"{result['n_tasks']} held-out tasks per seed, {result['n_eval_steps']} steps; the learned layer's gain over "
-             f"Lloyd (mean log objective): median {np.median(gain):.3f} [{min(gain):.3f}, {max(gain):.3f}] over "
+    lines = [f"{result['n_tasks']} held-out tasks per seed, {result['n_eval_steps']} steps; the learned layer's gain "
+             f"over Lloyd (mean log objective): median {np.median(gain):.3f} [{min(gain):.3f}, {max(gain):.3f}] over "
              "seeds", "change of the final mean log objective when one part is changed (positive: worse), median "
              "[min, max] over seeds, and the median share of the gain it costs:"]
     for name, row in result["ablations"].items():
