@@ -136,7 +136,7 @@ def nearest_center(X, C):
         if k > 1:
             two = np.partition(s, 1, axis=-1)
             close = two[..., 1] - two[..., 0] <= score_rounding_bound(Xs, C)
-            for index in zip(*np.nonzero(close)):
+            for index in zip(*np.nonzero(close), strict=True):
                 point = index[:-1] + (start + index[-1],)
                 # the given coordinates: the shift by the origin may itself have rounded
                 labels[point] = np.argmax(exact_nearest(X[point], given[index[:-1]]))

@@ -313,7 +313,8 @@ class KMeansTransformer:
             # no decision: elsewhere the coordinate reaches zero and needs no shift for precision.
             lo = np.minimum(np.min(X, axis=-2), np.min(C, axis=-2))
             hi = np.maximum(np.max(X, axis=-2), np.max(C, axis=-2))
-            exact = np.where(origin > 0, (lo >= origin / 2) & (hi <= 2 * origin), (hi <= origin / 2) & (lo >= 2 * origin))
+            exact = np.where(origin > 0, (lo >= origin / 2) & (hi <= 2 * origin),
+                             (hi <= origin / 2) & (lo >= 2 * origin))
             origin = np.where(exact, origin, 0.0)[..., None, :]
             X -= origin  # X is the validated copy: moved in place, no second copy
             moved, last = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged, engine)

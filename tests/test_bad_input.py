@@ -51,7 +51,8 @@ def test_lloyd_rejects_an_unknown_empty_cluster_policy():
         (dict(d=0, k=3), r"d must be an integer >= 1; got d=0"),
         (dict(d=2, k=0), r"k must be an integer >= 1; got k=0"),
         (dict(d=2, k=2.0), r"k must be an integer; got k=2.0"),
-        (dict(d=2, k=3, config="fast"), r"config must be one of \['all-attention', 'paper', 'validated'\]; got config='fast'"),
+        (dict(d=2, k=3, config="fast"),
+         r"config must be one of \['all-attention', 'paper', 'validated'\]; got config='fast'"),
     ],
 )
 def test_lloyd_transformer_rejects_bad_construction_arguments(kwargs, match):
@@ -141,7 +142,8 @@ GOOD_C = np.array([[0.0], [3.0]])
 @pytest.mark.parametrize("entry", list(_batch_entry_points()))
 @pytest.mark.parametrize("X, C, match", [
     # the reproducers of the reliability review: each is refused for a single task too
-    (np.array([[0.0], [1e155], [3e155]]), np.array([[0.0], [3e155]]), r"\|entry\| <= 1e\+150.*X\[1, 1, 0\].*\(task 1\)"),
+    (np.array([[0.0], [1e155], [3e155]]), np.array([[0.0], [3e155]]),
+     r"\|entry\| <= 1e\+150.*X\[1, 1, 0\].*\(task 1\)"),
     (np.array([[0.0], [1e-155], [3e-155]]), np.array([[0.0], [3e-155]]), r"spread more than 1e-150.*in task 1"),
     (GOOD_X + 1j, GOOD_C, "X must be a real numeric array"),
     (np.array([["0"], ["1"], ["3"]]), GOOD_C, "X must be a real numeric array"),

@@ -46,8 +46,8 @@ def test_the_layer_diagram_is_readable():
 
 
 def test_the_training_figures_are_readable():
-    from kmt_ref.plotting.learning import plot_training_panels
     from kmt_ref.learning.protocols import RESULTS_DIR
+    from kmt_ref.plotting.learning import plot_training_panels
 
     with open(os.path.join(RESULTS_DIR, "figures", "training-curves.json")) as f:
         panels = json.load(f)["panels"]

@@ -26,7 +26,8 @@ def main(stem, directory):
     changed = sorted(f"{module}.{attr}" for key in before.keys() | after.keys()
                      if before.get(key) is not after.get(key) for module, attr in [key])
     if changed:
-        passed, message = False, f"your code replaced parts of the checker ({', '.join(changed[:5])}): nothing was checked"
+        replaced = ", ".join(changed[:5])
+        passed, message = False, f"your code replaced parts of the checker ({replaced}): nothing was checked"
     sys.stdout.write("\n" + RESULT_MARK + json.dumps(dict(secret=secret, passed=passed, message=message)) + "\n")
     sys.stdout.flush()
     os._exit(0)  # nothing the reader's code registered (atexit, threads) runs after the result

@@ -39,7 +39,7 @@ def _euclidean_hardmax(queries, keys, values):
         q = np.broadcast_to(queries, batch + queries.shape[-2:])
         k = np.broadcast_to(keys, batch + keys.shape[-2:])
         close = two[..., 0, :] - two[..., 1, :] <= score_rounding_bound(q, k)
-        for index in zip(*np.nonzero(close)):
+        for index in zip(*np.nonzero(close), strict=True):
             task = index[:-1]
             best[task + (slice(None), index[-1])] = exact_nearest(q[index], k[task])
     count = np.sum(best, axis=-2)[..., :, None]  # (..., m, 1)

@@ -93,8 +93,8 @@ def any_k(result):
 
 
 def multi_step(result):
-    return _gap_table(result["per_n_layers"],
-                      "mean log k-means objective after 20 re-embedded steps, median over seeds:", "trained through", 30)
+    title = "mean log k-means objective after 20 re-embedded steps, median over seeds:"
+    return _gap_table(result["per_n_layers"], title, "trained through", 30)
 
 
 def real_data(result):
