@@ -189,3 +189,16 @@ def test_every_entry_of_the_api_reference_has_a_docstring():
                     if not attr.startswith("_") and callable(function) and not (function.__doc__ or "").strip():
                         empty.append(f"{module}.{name}.{attr}")
     assert not empty, f"public definitions without a docstring: {empty}"
+
+
+def test_the_reproduction_map_and_the_experiment_registry_agree():
+    # The map of the paper's results (book/reproduction.md) names its commands; every one is a registered
+    # experiment, and every experiment that reproduces a figure of the paper is on the map.
+    from kmt_ref.programs.registry import EXPERIMENTS
+
+    text = (BOOK / "reproduction.md").read_text()
+    table = text[text.index("| paper | what it shows |"):text.index("## The numbers")]
+    named = set(re.findall(r"reproduce ([\w-]+)", table))
+    assert named <= set(EXPERIMENTS), named - set(EXPERIMENTS)
+    of_the_paper = {name for name, e in EXPERIMENTS.items() if e.paper.startswith("paper")}
+    assert of_the_paper <= named, of_the_paper - named

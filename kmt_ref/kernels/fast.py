@@ -49,17 +49,15 @@ def attend_parts(Zq, Zk, block, rng=None, pool=SERIAL):
     batch = int(np.prod(Zq.shape[:-2], dtype=int))
     # Query rows per chunk of the traced paths: at most CHUNK_ELEMENTS scores of the batch at once.
     chunk = max(1, CHUNK_ELEMENTS // max(1, r * batch))
+    # Plain arrays: the projections the block's structure reduces to, on the coordinates it writes.
+    st = structure(block) if untraced else None
+    rows = st.value_rows if untraced else None
+    values = st.values(Zk) if untraced else project(Zk, block.Wv, block.bv, pool)
+    if block.normalizer == "identity":
+        return values, rows
     if untraced:
-        st = structure(block)
-        rows, values = st.value_rows, st.values(Zk)
-        if block.normalizer == "identity":
-            return values, rows
         queries, keys = st.queries(Zq), st.keys(Zk)
     else:
-        rows = None
-        values = project(Zk, block.Wv, block.bv, pool)
-        if block.normalizer == "identity":
-            return values, rows
         queries, keys = project(Zq, block.Wq, block.bq, pool), project(Zk, block.Wk, block.bk, pool)
     extra = dict(block.params)
     if norm.needs_rng:

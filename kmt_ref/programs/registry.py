@@ -77,7 +77,8 @@ def _headline(results_dir, scale):
 EXPERIMENTS = {e.name: e for e in (
     Experiment("sweep", "", "the gamma x d x k x n x scale sweep of the certificate page (its own grid)",
                command=sweep.reproduce),
-    Experiment("paper-sweep", "", "the authors' parameter sweep: their grid and metric, beside their results",
+    Experiment("paper-sweep", "the paper's parameter-sweep heatmaps",
+               "the authors' parameter sweep: their grid and metric, beside their results",
                command=paper_sweep.reproduce),
     Experiment("learning", "paper Fig. 4a", "the learned layer (tokens [x | y]) against Lloyd over 20 steps",
                run=experiments.learning, report=reports.learning, reader=_headline),
