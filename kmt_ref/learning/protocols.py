@@ -75,10 +75,12 @@ def run_name(scale, **overrides):
     return "-".join([scale] + [part(key, value) for key, value in sorted(overrides.items())])
 
 
-def checkpoint_path(scale, tokens, seed, results_dir=RESULTS_DIR, **overrides):
-    """Where the checkpoint of one run is (under ``results_dir``, by default the committed results)."""
+def checkpoint_path(scale, tokens, seed, results_dir=None, **overrides):
+    """Where the checkpoint of one run is (under ``results_dir``; ``None``: the committed results,
+    :data:`RESULTS_DIR`)."""
     name = {"d+k": "dk", "d": "d"}[check_choice(tokens, "tokens", ("d+k", "d"))]
-    return os.path.join(results_dir, run_name(scale, **overrides), f"{name}-seed{seed}.npz")
+    return os.path.join(RESULTS_DIR if results_dir is None else results_dir, run_name(scale, **overrides),
+                        f"{name}-seed{seed}.npz")
 
 
 def committed(name, scale):
@@ -100,8 +102,9 @@ def _final_range(summary):
     return [summary["min"][-1], summary["max"][-1]]
 
 
-def learning_headline(results_dir=RESULTS_DIR, scales=("paper", "quick")):
-    """The committed headline numbers of the first of ``scales`` that has results.
+def learning_headline(results_dir=None, scales=("paper", "quick")):
+    """The headline numbers of the first of ``scales`` that has results under ``results_dir`` (``None``: the
+    committed results, :data:`RESULTS_DIR`).
 
     The learning experiment (tokens ``[x | y]``) and its ablation (``[x]``),
     beside the paper's values (:data:`PAPER_LEARNING`). The
@@ -112,6 +115,7 @@ def learning_headline(results_dir=RESULTS_DIR, scales=("paper", "quick")):
     the ``[x]``-only model compare with Lloyd seed by seed; results written
     before 0.7.0 lack them and give ``None``).
     """
+    results_dir = RESULTS_DIR if results_dir is None else results_dir
     for scale in scales:
         paths = {e: os.path.join(results_dir, scale, f"{e}.json") for e in ("learning", "ablation")}
         if os.path.exists(paths["learning"]):
