@@ -42,6 +42,12 @@ def test_an_ablation_changes_its_block_s_part_and_nothing_else(name):
             np.testing.assert_array_equal(new[b][key], expect[key] if b == block else old[b][key], err_msg=(b, key))
 
 
+def test_an_unknown_ablation_is_refused_by_name():
+    config = ModelConfig(3, 4)
+    with pytest.raises(ValueError, match="name must be one of"):
+        dissection.ablated(init_params(config, np.random.default_rng(0)), config, "CAX: doubled")
+
+
 def test_the_measurements_read_the_construction_s_known_values():
     # Theorem 2.1's all-attention construction in the learned format: CAX is a Euclidean softmax at its gamma,
     # SAX one between points at the same gamma, and its center step is a full Lloyd step (at this gamma SAX

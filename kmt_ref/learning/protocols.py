@@ -85,7 +85,7 @@ def checkpoint_path(scale, tokens, seed, results_dir=None, **overrides):
 
 def committed(name, scale):
     """The committed result of an experiment at a scale: the JSON that ``reproduce name --scale`` wrote."""
-    path = os.path.join(RESULTS_DIR, scale, f"{name}.json")
+    path = os.path.join(RESULTS_DIR, check_choice(scale, "scale", SCALES), f"{name}.json")
     if not os.path.exists(path):
         raise ValueError(f"no committed {scale} result for {name!r} (looked for {path})")
     with open(path) as f:

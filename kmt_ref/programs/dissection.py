@@ -16,12 +16,13 @@ import sys
 
 import numpy as np
 
+from .._validation import check_choice
 from ..classical import lloyd
 from ..geometry import nearest_center, squared_distances
 from ..layer import BLOCK_NAMES
 from ..learning.analysis import attention_maps
-from ..learning.evaluate import evaluation_tasks, log_objective_curve
-from ..learning.model import run_steps, to_transformer, unflatten
+from ..learning.evaluate import evaluation_tasks, lloyd_curve, model_curve
+from ..learning.model import to_transformer, unflatten
 from ..learning.protocols import SCALES
 from ._results import check_output_dir
 from .experiments import _models, _status
@@ -77,7 +78,7 @@ ABLATIONS = tuple(f"{b}: {c}" for b in BLOCK_NAMES for c in CHANGES)
 
 def ablated(theta, config, name):
     """A copy of ``theta`` with the ablation ``name`` (one of :data:`ABLATIONS`) made."""
-    block, change = name.split(": ")
+    block, change = check_choice(name, "name", ABLATIONS).split(": ")
     phi = np.array(theta, dtype=np.float64)
     params = unflatten(phi, config)  # views of phi
     layout = config.layout
@@ -152,18 +153,15 @@ def first_layer_quantities(theta, config, X, init):
             for key, v in out.items()}
 
 
-def _final(X, centers):
-    return float(log_objective_curve(X, centers)[0][-1])
-
-
 def _seed_job(r, n_steps, n_tasks, engine):
     """One seed's numbers: Lloyd, the learned layer and every ablation after ``n_steps``, and the quantities."""
     config = r.config.model
     X, init = evaluation_tasks(r.config, n_tasks)
-    finals = {"Lloyd": _final(X, lloyd(X, init, n_steps).centers),
-              "learned": _final(X, run_steps(r.theta, X, init, config, n_steps, engine=engine))}
+    finals = {"Lloyd": float(lloyd_curve(X, init, n_steps)[0][-1]),
+              "learned": float(model_curve(r.theta, config, X, init, n_steps, engine=engine)[0][-1])}
     for name in ABLATIONS:
-        finals[name] = _final(X, run_steps(ablated(r.theta, config, name), X, init, config, n_steps, engine=engine))
+        phi = ablated(r.theta, config, name)
+        finals[name] = float(model_curve(phi, config, X, init, n_steps, engine=engine)[0][-1])
     quantities = first_layer_quantities(r.theta, config, X[:QUANTITY_TASKS], init[:QUANTITY_TASKS])
     return dict(seed=r.config.seed, step=int(r.step), n_tasks=n_tasks, n_eval_steps=n_steps, final=finals,
                 quantities=quantities)
