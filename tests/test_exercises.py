@@ -220,6 +220,18 @@ WRONG = {
         """,
         ["index", "labels_true"],
     ),
+    "23_leaky_step": (
+        """
+        import numpy as np
+
+        def leaky_step(X, C, beta, sharpness):  # soft k-means: divides by the responsibilities' sum
+            D = ((X[:, None] - C[None]) ** 2).sum(-1)
+            R = np.exp(-beta * (D - D.min(axis=1, keepdims=True)))
+            R /= R.sum(axis=1, keepdims=True)
+            return (R.T @ X) / R.sum(axis=0)[:, None]
+        """,
+        ["centers", "softmax over the points"],
+    ),
 }
 
 

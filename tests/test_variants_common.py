@@ -50,8 +50,15 @@ def test_variant_transformer_equals_its_twin_far_from_the_origin(name, offset):
     for value in v.values:
         traj, ref = v.run_both(X, init, 6, value)
         Xv, _ = v.problem(X, init)
-        np.testing.assert_allclose(traj.centers, ref.centers, rtol=0, atol=v.allowed(Xv, value))
-        np.testing.assert_array_equal(traj.labels, ref.labels)
+        tol = v.allowed(Xv, value)
+        np.testing.assert_allclose(traj.centers, ref.centers, rtol=0, atol=tol)
+        decided = np.ones(ref.labels.shape, dtype=bool)
+        if not v.assumes_unique_nearest and ref.assignments is not None:
+            # A soft label is the arg-max of responsibilities; far from the origin they are known to the
+            # allowance only, so a label is compared where the top two are further apart than that.
+            top = np.sort(ref.assignments, axis=-1)
+            decided = top[..., -1] - top[..., -2] > tol
+        np.testing.assert_array_equal(traj.labels[decided], ref.labels[decided])
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))

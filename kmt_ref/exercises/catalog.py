@@ -4,6 +4,7 @@ from . import (
     attention_checks,
     beyond_checks,
     certificate_checks,
+    leaky_checks,
     learning_checks,
     lloyd_checks,
     thm21_checks,
@@ -28,8 +29,9 @@ CHAPTERS = (
     "Randomized k-medoids from Gumbel attention",
     "Learning a clustering layer",
     "Beyond the paper",
+    "What the layer learned: leaky soft k-means",
 )
-_LLOYD, _ATTN, _T21, _T22, _CERT, _SOFT, _SPHERE, _TRIM, _ROBUST, _MEDOIDS, _LEARN, _BEYOND = CHAPTERS
+_LLOYD, _ATTN, _T21, _T22, _CERT, _SOFT, _SPHERE, _TRIM, _ROBUST, _MEDOIDS, _LEARN, _BEYOND, _LEAKY = CHAPTERS
 
 EXERCISES = tuple(
     Exercise(stem[:2], stem, function, chapter, level, summary, check)
@@ -84,5 +86,7 @@ EXERCISES = tuple(
          "the full matrix of a tied map, the same at every k", beyond_checks.check_untie),
         ("22_adjusted_rand_index", "adjusted_rand_index", _BEYOND, "warm-up",
          "the adjusted Rand index, against counting pairs of points", beyond_checks.check_adjusted_rand_index),
+        ("23_leaky_step", "leaky_step", _LEAKY, "medium",
+         "one leaky soft k-means step, against the transformer that runs it", leaky_checks.check_leaky_step),
     )
 )

@@ -105,6 +105,9 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("dissection", "", "beyond the paper: what the learned layer learned - each block and part of it "
                "changed in turn, and what its first application measures", run=dissection.dissection,
                report=reports.dissection),
+    Experiment("interpret", "", "beyond the paper: the learned layer against the closed form its dissection points "
+               "to, leaky soft k-means, fitted on the training distribution", run=dissection.interpret,
+               report=reports.interpret),
     Experiment("real-data", "", "beyond the paper: the constructions and the learned layers on iris, wine, "
                "breast cancer, digits", scales=("beyond",), run=beyond.real_data, report=reports.real_data),
 )}

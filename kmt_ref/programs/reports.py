@@ -134,3 +134,42 @@ def dissection(result):
         v = [x for x in values if x is not None]
         lines.append(f"  {key:<28}" + (f"{np.median(v):8.3f}  [{min(v):.3f}, {max(v):.3f}]" if v else "   (none)"))
     return lines
+
+
+def interpret(result):
+    fits = result["fits"]
+    lines = [f"{result['n_tasks']} held-out tasks per seed, {result['n_eval_steps']} steps; soft k-means at its best "
+             f"stiffness on training tasks, beta = {result['soft_beta']:g}; leaky soft k-means fitted on the training "
+             "distribution: " + "; ".join(f"through {u} step(s) beta = {f['beta']:.3f}, sharpness eta = "
+                                          f"{f['sharpness']:.3f}" for u, f in fits.items()),
+             "final mean log objective, median [min, max] over seeds, and the median share of the learned layer's "
+             "gain over Lloyd it recovers:"]
+    for name in result["per_seed"][0]["final"]:
+        v = [p["final"][name] for p in result["per_seed"]]
+        share = f"{np.median(result['recovered'][name]):8.2f}x" if name in result["recovered"] else ""
+        lines.append(f"  {name:<30}{np.median(v):8.3f}  [{min(v):.3f}, {max(v):.3f}]{share}")
+    centers = {kind: sum(p["centers"][kind] for p in result["per_seed"]) for kind in ("owns", "shares")}
+    lines.append("one step from the first centers: each center's move over Lloyd's (1: as far as Lloyd), median and "
+                 f"90th percentile, median over seeds; {centers['owns']} centers own their points, "
+                 f"{centers['shares']} share them:")
+    for name in result["per_seed"][0]["stride"]:
+        cells = []
+        for kind in ("owns", "shares"):
+            v = np.array([p["stride"][name][kind] for p in result["per_seed"] if p["stride"][name][kind] is not None])
+            cells.append(f"{kind} {np.median(v[:, 0]):.2f} (90%: {np.median(v[:, 1]):.2f})" if len(v) else f"{kind} -")
+        lines.append(f"  {name:<30}" + "   ".join(cells))
+    lines.append("off the training distribution (the tasks of the committed experiments): final mean log objective, "
+                 "median over seeds, and the median share of sharing centers at the start:")
+    for experiment, conditions in result["shifted"].items():
+        for condition, row in conditions.items():
+            cells = [f"lloyd {_median_or_dash(row['lloyd_final'])}",
+                     f"learned {_median_or_dash([row['learned_median']])}",
+                     f"leaky {_median_or_dash(row['leaky_final'])}"]
+            lines.append(f"  {experiment + ': ' + condition:<42}" + "  ".join(cells)
+                         + f"  shares {_median_or_dash(row['shares'], '.2f')}")
+    return lines
+
+
+def _median_or_dash(values, fmt=".3f"):
+    v = [x for x in values if x is not None]
+    return format(float(np.median(v)), fmt) if v else "-"

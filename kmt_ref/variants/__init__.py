@@ -5,7 +5,7 @@ in the book's order.
 """
 
 # isort: off
-from . import soft, spherical, trimmed, robust, kmedoids, entmax  # noqa: F401  (each registers itself)
+from . import soft, spherical, trimmed, robust, kmedoids, entmax, leaky  # noqa: F401  (each registers itself)
 # isort: on
 from .registry import VARIANTS, Variant, register_variant
 
