@@ -124,11 +124,12 @@ def test_the_fit_lowers_the_loss_it_fits_and_is_a_function_of_its_generator():
 
 @pytest.mark.parametrize("kwargs, name", [(dict(n_unroll=0), "n_unroll"), (dict(n_fit=0), "n_fit"),
                                           (dict(batch=0), "batch"), (dict(lr=-1.0), "lr"),
-                                          (dict(start=(0.0, 1.0)), "start")])
+                                          (dict(start=(0.0, 1.0)), "start"), (dict(start=(1.0,)), "start"),
+                                          (dict(config=dict(d=2)), "config")])
 def test_the_fit_refuses_bad_settings_by_name(kwargs, name):
-    args = dict(dict(n_unroll=1), **kwargs)
+    args = dict(dict(n_unroll=1, config=TrainConfig(d=2, k=3, n=20)), **kwargs)
     with pytest.raises(ValueError, match=name):
-        fit_leaky(np.random.default_rng(0), TrainConfig(d=2, k=3, n=20), **args)
+        fit_leaky(np.random.default_rng(0), **args)
 
 
 def test_interpret_reports_every_algorithm_on_every_seed_and_the_share_it_recovers(monkeypatch, tmp_path):

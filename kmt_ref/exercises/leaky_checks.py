@@ -8,7 +8,7 @@ from ._feedback import as_array, call, expect, expect_close, inputs
 
 
 def check_leaky_step(leaky_step):
-    """Exercise 23: one leaky step against the transformer that runs it, and the release it makes."""
+    """Exercise 23: one leaky step against the transformer that runs it, near and far from the origin."""
     rng = np.random.default_rng(23)
     for n, d, k, beta, sharpness in ((30, 2, 3, 2.0, 6.0), (80, 4, 5, 40.0, 3.0), (50, 1, 2, 0.5, 50.0)):
         X, init, _ = gaussian_mixture(rng, n=n, d=d, k=k)

@@ -13,11 +13,12 @@ import autograd
 import autograd.numpy as anp
 import numpy as np
 
-from .._validation import check_int, check_positive, check_rng
+from .._validation import check_instance, check_int, check_positive, check_rng
 from ..tasks import draw_tasks
 from ..variants.leaky import leaky_step
 from .loss import smoothed_objective
 from .optim import AdamState, adam_step
+from .train import TrainConfig
 
 __all__ = ["unrolled_loss", "fit_leaky"]
 
@@ -73,6 +74,9 @@ def fit_leaky(rng, config, n_unroll, n_fit=200, batch=32, lr=0.05, start=(4.0, 6
         ``beta``, ``sharpness`` (floats) and ``loss`` (the loss of every step, a list).
     """
     check_rng(rng)
+    check_instance(config, "config", TrainConfig)
+    if np.ndim(start) != 1 or len(start) != 2:
+        raise ValueError(f"start must be a pair (beta, sharpness); got start={start!r}")
     n_unroll = check_int(n_unroll, "n_unroll", low=1)
     n_fit = check_int(n_fit, "n_fit", low=1)
     batch = check_int(batch, "batch", low=1)

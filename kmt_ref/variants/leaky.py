@@ -14,7 +14,9 @@ fitted ``eta``); a center that shares its cluster with another (``R`` about
 1/2 on each) gives them far more and is *released* toward the mean of all
 the points, from where the next assignment lets it take a cluster no center
 covers. Lloyd's algorithm keeps both centers in the shared cluster. The
-trained layer does the same (the book, "What the trained layer does").
+trained layer, too, moves centers that share a cluster farther than Lloyd's
+step and those that own one as far (the book, "What the layer learned"); it
+does not send them toward the mean of all the points.
 
 Mechanism changed: in the soft k-means transformer (the validated Theorem
 2.1 layer at ``gamma = beta``), CAC's linear attention over the dot scores
