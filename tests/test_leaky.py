@@ -151,6 +151,13 @@ def test_interpret_reports_every_algorithm_on_every_seed_and_the_share_it_recove
         assert sum(p["centers"].values()) > 0
         assert all(v in (None, [1.0, 1.0]) for v in p["stride"]["Lloyd"].values())  # Lloyd's move is Lloyd's
     assert len(out["shifted"]["kmeanspp"]["kmeans++"]["leaky_final"]) == 2
+    assert set(out["made"]) == set(dissection.MADE_STARTS)
+    assert out["made"]["crowded"]["shares"] == [1.0, 1.0]  # every crowded center shares its points
+    real = protocols.committed("real-data", "beyond")["per_dataset"]
+    for name, row in out["real_data"].items():
+        assert row["lloyd"] == pytest.approx(real[name]["lloyd"], rel=1e-12)  # the same starts as the experiment's
+        assert "learned" not in row  # these models have another k and width
+        assert 0 <= row["shares"] <= 1
     with open(tmp_path / "quick" / "interpret.json") as f:
         assert json.load(f)["recovered"] == out["recovered"]
     assert registry.EXPERIMENTS["interpret"].report(out)
@@ -195,3 +202,18 @@ def test_the_closed_form_runs_on_the_committed_shift_experiments_tasks_and_check
     monkeypatch.setattr(dissection, "committed", lambda name, scale: dict(real(name, scale), **{"kmeans++": other}))
     with pytest.raises(ValueError, match="not the same tasks"):
         dissection._shifted(models, "quick", fit, 20, progress=False)
+
+
+def test_made_starts_spread_the_centers_out_or_crowd_them_together():
+    X, _ = sample_tasks(np.random.default_rng(5), 3, 40, 2, 4)
+    spread = dissection.made_starts(X, 4, "farthest-first")
+    crowd = dissection.made_starts(X, 4, "crowded")
+    for x, s, c in zip(X, spread, crowd, strict=True):
+        assert np.array_equal(s[0], x[0]) and np.array_equal(c[0], x[0])  # both start from the first point
+        for j in range(1, 4):  # each spread center: the point farthest from the centers before it
+            gap = np.min(np.sum((x[:, None] - s[None, :j]) ** 2, axis=2), axis=1)
+            assert np.sum((x - s[j]) ** 2, axis=1)[np.argmax(gap)] == 0.0
+        d = np.sum((x - x[0]) ** 2, axis=1)  # the crowded ones: the first point's nearest
+        assert np.max(np.sum((c - x[0]) ** 2, axis=1)) <= np.sort(d)[3]
+    with pytest.raises(ValueError, match="kind"):
+        dissection.made_starts(X, 4, "random")

@@ -29,7 +29,7 @@ from ..tasks import gaussian_mixture
 from ..variants.registry import EXACT_TOL
 from .experiments import _curves, _finite, _models, _status, _summary
 
-__all__ = ["any_k", "multi_step", "real_data", "ANY_K", "MULTI_STEP", "MULTI_STEP_EVERY"]
+__all__ = ["any_k", "multi_step", "real_data", "real_data_starts", "ANY_K", "MULTI_STEP", "MULTI_STEP_EVERY"]
 
 #: Numbers of clusters of the any-k experiment (the models train at the paper's k = 10).
 ANY_K = (5, 10, 16, 25)
@@ -119,6 +119,13 @@ REAL_DATA_GAMMAS = (1e4, 1e6)
 REAL_DATA_LAYERS = 10
 #: Factors by which the class means are moved apart in the real-data diagnostic.
 REAL_DATA_SPREADS = (1.0, 2.0, 3.0)
+
+
+def real_data_starts(index, n, k):
+    """The initializations of data set number ``index`` of :data:`~kmt_ref.real_data.DATASETS`: indices of
+    ``k`` distinct points for each of :data:`REAL_DATA_RESTARTS` restarts, shape (restarts, k)."""
+    rng = np.random.default_rng(np.random.SeedSequence([2026, index]))
+    return np.array([rng.choice(n, size=k, replace=False) for _ in range(REAL_DATA_RESTARTS)])
 
 
 def _has_tie(X, centers):
@@ -229,8 +236,7 @@ def real_data(scale="beyond", results_dir=None, train_missing=True, progress=Tru
     for index, name in enumerate(DATASETS):
         X, labels = load_dataset(name)
         n, k = X.shape[0], int(labels.max()) + 1
-        rng = np.random.default_rng(np.random.SeedSequence([2026, index]))
-        picks = np.array([rng.choice(n, size=k, replace=False) for _ in range(REAL_DATA_RESTARTS)])
+        picks = real_data_starts(index, n, k)
         scaled = minmax_scale(X)
         if progress:
             print(f"{name}: n={n}, d={X.shape[1]}, k={k}", file=sys.stderr, flush=True)

@@ -6,8 +6,9 @@ the change in the final mean log objective is recorded; on the same tasks the
 quantities a hypothesis about the layer needs are measured
 (:func:`first_layer_quantities`). Each seed is one job: its result file
 (``dissection/seed<S>.json`` under the results folder) is written when it is
-done and reused when it exists, so an interrupted run continues where it
-stopped.
+done and reused when it exists (or taken from the committed result of the
+same job), so an interrupted run continues where it stopped and an ablation
+added later is the only work a rerun does.
 """
 
 import json
@@ -23,16 +24,19 @@ from ..layer import BLOCK_NAMES
 from ..learning.analysis import attention_maps
 from ..learning.closed_form import fit_leaky
 from ..learning.evaluate import evaluation_tasks, lloyd_curve, log_objective_curve, model_curve
-from ..learning.model import to_transformer, unflatten
+from ..learning.model import params_from_transformer, to_transformer, unflatten
 from ..learning.protocols import SCALES, committed, run_config
+from ..lloyd_transformer import lloyd_transformer
+from ..real_data import DATASETS, load_dataset, to_width
 from ..tasks import sample_tasks
 from ..variants.leaky import leaky_step
 from ..variants.soft import responsibilities, soft_kmeans
 from ._results import check_output_dir
+from .beyond import _learned_on, _scores, real_data_starts
 from .experiments import _models, _status
 
-__all__ = ["ABLATIONS", "ablated", "first_layer_quantities", "dissection", "strides", "interpret", "SOFT_BETAS", "FIT",
-           "OWNS", "OWNERSHIP_BETA", "SHIFTS"]
+__all__ = ["ABLATIONS", "CONSTRUCTION_GAMMA", "ablated", "first_layer_quantities", "dissection", "strides",
+           "interpret", "SOFT_BETAS", "FIT", "OWNS", "OWNERSHIP_BETA", "SHIFTS", "MADE_STARTS", "made_starts"]
 
 #: Held-out tasks per seed for the ablations (the paper-scale evaluations use 320; 64 keep the 26 runs of a
 #: seed to minutes).
@@ -41,18 +45,23 @@ DISSECTION_TASKS = 64
 QUANTITY_TASKS = 8
 
 
-def _remove(p, x, y):
+#: The inverse temperature of the construction whose blocks replace the layer's (the one the learning chapter
+#: draws beside the learned weights).
+CONSTRUCTION_GAMMA = 1.0
+
+
+def _remove(p, x, y, built):
     p["Wv"][:] = 0.0
     p["bv"][:] = 0.0
 
 
-def _uniform(p, x, y):  # equal scores: every query averages all the values
+def _uniform(p, x, y, built):  # equal scores: every query averages all the values
     for name in ("Wq", "Wk", "bq", "bk"):
         p[name][:] = 0.0
 
 
 def _scores_without(part):
-    def change(p, x, y):
+    def change(p, x, y, built):
         cols = {"x": x, "y": y}[part]
         p["Wq"][:, cols] = 0.0
         p["Wk"][:, cols] = 0.0
@@ -60,14 +69,33 @@ def _scores_without(part):
 
 
 def _writes_no(part):
-    def change(p, x, y):
+    def change(p, x, y, built):
         rows = {"x": x, "y": y}[part]
         p["Wv"][rows, :] = 0.0
         p["bv"][rows] = 0.0
     return change
 
 
-#: The changes made to one block, by name: ``change(params_of_block, x_slice, y_slice)`` in place.
+def _construction(p, x, y, built):
+    for name, value in built.items():
+        p[name][...] = value
+
+
+def _diagonal_summary(p, x, y, built):
+    # The nearest matrix of the construction's form a_x P_x + a_y P_y is the mean of each diagonal part (least
+    # squares); the nearest bias b_x 1_x + b_y 1_y the mean of each part.
+    for value in p.values():
+        new = np.zeros_like(value)
+        for part in (x, y):
+            if value.ndim == 2:
+                new[part, part] = np.mean(np.diag(value)[part]) * np.eye(part.stop - part.start)
+            else:
+                new[part] = np.mean(value[part])
+        value[...] = new
+
+
+#: The changes made to one block, by name: ``change(params_of_block, x_slice, y_slice, built)`` in place,
+#: ``built`` the same block of the construction (:data:`CONSTRUCTION_GAMMA`) in the learned format.
 CHANGES = {
     "removed": _remove,
     "uniform attention": _uniform,
@@ -75,6 +103,8 @@ CHANGES = {
     "scores ignore y": _scores_without("y"),
     "writes no x": _writes_no("x"),
     "writes no y": _writes_no("y"),
+    "the construction's": _construction,
+    "diagonal summary": _diagonal_summary,
 }
 
 #: Every ablation: ``"<block>: <change>"``.
@@ -82,12 +112,21 @@ ABLATIONS = tuple(f"{b}: {c}" for b in BLOCK_NAMES for c in CHANGES)
 
 
 def ablated(theta, config, name):
-    """A copy of ``theta`` with the ablation ``name`` (one of :data:`ABLATIONS`) made."""
+    """A copy of ``theta`` with the ablation ``name`` (one of :data:`ABLATIONS`) made.
+
+    ``"<block>: the construction's"`` puts the block of Theorem 2.1's all-attention construction at
+    :data:`CONSTRUCTION_GAMMA` in its place; ``"<block>: diagonal summary"`` replaces each of the block's
+    matrices by the nearest matrix of the construction's form ``a_x P_x + a_y P_y`` (the scalars are the
+    means of its diagonal over the ``x`` and the ``y`` coordinates) and each bias by the nearest
+    ``b_x 1_x + b_y 1_y``.
+    """
     block, change = check_choice(name, "name", ABLATIONS).split(": ")
     phi = np.array(theta, dtype=np.float64)
     params = unflatten(phi, config)  # views of phi
     layout = config.layout
-    CHANGES[change](params[block], layout.slices["x"], layout.slices["y"])
+    built, _ = params_from_transformer(lloyd_transformer(config.d, config.k, CONSTRUCTION_GAMMA,
+                                                         config="all-attention"))
+    CHANGES[change](params[block], layout.slices["x"], layout.slices["y"], unflatten(built, config)[block])
     return phi
 
 
@@ -158,22 +197,48 @@ def first_layer_quantities(theta, config, X, init):
             for key, v in out.items()}
 
 
-def _seed_job(r, n_steps, n_tasks, engine):
-    """One seed's numbers: Lloyd, the learned layer and every ablation after ``n_steps``, and the quantities."""
+def _seed_job(r, n_steps, n_tasks, engine, done=None):
+    """One seed's numbers: Lloyd, the learned layer and every ablation after ``n_steps``, and the quantities.
+
+    ``done``: an earlier result of the same job; only what it lacks (ablations added since) is computed.
+    """
     config = r.config.model
     X, init = evaluation_tasks(r.config, n_tasks)
-    finals = {"Lloyd": float(lloyd_curve(X, init, n_steps)[0][-1]),
-              "learned": float(model_curve(r.theta, config, X, init, n_steps, engine=engine)[0][-1])}
+    finals = {} if done is None else dict(done["final"])
+    if "Lloyd" not in finals:
+        finals["Lloyd"] = float(lloyd_curve(X, init, n_steps)[0][-1])
+    if "learned" not in finals:
+        finals["learned"] = float(model_curve(r.theta, config, X, init, n_steps, engine=engine)[0][-1])
     for name in ABLATIONS:
-        phi = ablated(r.theta, config, name)
-        finals[name] = float(model_curve(phi, config, X, init, n_steps, engine=engine)[0][-1])
-    quantities = first_layer_quantities(r.theta, config, X[:QUANTITY_TASKS], init[:QUANTITY_TASKS])
+        if name not in finals:
+            phi = ablated(r.theta, config, name)
+            finals[name] = float(model_curve(phi, config, X, init, n_steps, engine=engine)[0][-1])
+    quantities = (first_layer_quantities(r.theta, config, X[:QUANTITY_TASKS], init[:QUANTITY_TASKS])
+                  if done is None else done["quantities"])
     return dict(seed=r.config.seed, step=int(r.step), n_tasks=n_tasks, n_eval_steps=n_steps, final=finals,
                 quantities=quantities)
 
 
+def _earlier(path, job, scale):
+    """An earlier result of ``job``: the file a run wrote at ``path``, else the seed's entry in the committed
+    result (a job whose inputs differ is not the same job: ``None``)."""
+    if os.path.exists(path):
+        with open(path) as f:
+            candidates = [json.load(f)]
+    else:
+        try:
+            candidates = committed("dissection", scale)["per_seed"]
+        except ValueError:  # nothing committed at this scale
+            candidates = []
+    return next((c for c in candidates if {key: c.get(key) for key in job} == job), None)
+
+
 def dissection(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
-    """Where the learned layer's gain over Lloyd comes from: every ablation on every seed, and the quantities."""
+    """Where the learned layer's gain over Lloyd comes from: every ablation on every seed, and the quantities.
+
+    Each seed is a job (:func:`_seed_job`); a finished one is read back from the results folder, or from the
+    committed result when the results folder has none, and only the ablations it lacks are computed.
+    """
     s = SCALES[scale]
     models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
     n_tasks, n_steps = min(DISSECTION_TASKS, s["eval_tasks"]), s["n_eval_steps"]
@@ -181,16 +246,15 @@ def dissection(scale="quick", results_dir=None, train_missing=True, progress=Tru
     for r in models:
         path = check_output_dir(os.path.join(results_dir, scale, "dissection", f"seed{r.config.seed}.json"))
         job = dict(seed=r.config.seed, step=int(r.step), n_tasks=n_tasks, n_eval_steps=n_steps)
-        if os.path.exists(path):
-            with open(path) as f:
-                done = json.load(f)
-            if {key: done.get(key) for key in job} == job:  # the same job: reuse it
-                per_seed.append(done)
-                continue
-        if progress:
-            print(f"  dissecting seed {r.config.seed}: {len(ABLATIONS)} ablations on {n_tasks} tasks, "
+        done = _earlier(path, job, scale)
+        if done is not None and set(ABLATIONS) <= set(done["final"]) and os.path.exists(path):
+            per_seed.append(done)
+            continue
+        missing = [name for name in ABLATIONS if done is None or name not in done["final"]]
+        if progress and missing:
+            print(f"  dissecting seed {r.config.seed}: {len(missing)} ablations on {n_tasks} tasks, "
                   f"{n_steps} steps", file=sys.stderr, flush=True)
-        result = _seed_job(r, n_steps, n_tasks, engine)
+        result = _seed_job(r, n_steps, n_tasks, engine, done) if missing else done
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             json.dump(result, f, indent=1)
@@ -324,6 +388,84 @@ def _share_of_sharing(X, init):
     return counts["shares"] / total if total else None
 
 
+#: Initial centers made to test the explanation, from each seed's held-out tasks: spread out (few centers
+#: share their points) and crowded together (every center shares).
+MADE_STARTS = ("farthest-first", "crowded")
+
+
+def made_starts(X, k, kind):
+    """Initial centers (B, k, d) of :data:`MADE_STARTS` on tasks ``X`` (B, n, d): ``"farthest-first"`` (each
+    center the point farthest from those before it, from the first point) or ``"crowded"`` (the first point and
+    its ``k - 1`` nearest points)."""
+    kind = check_choice(kind, "kind", MADE_STARTS)
+    rows = np.arange(len(X))[:, None]
+    if kind == "crowded":
+        return X[rows, np.argsort(np.sum((X - X[:, :1]) ** 2, axis=2), axis=1, kind="stable")[:, :k]]
+    B, n, _ = X.shape
+    picks = np.zeros((B, k), dtype=int)
+    dist = np.sum((X - X[:, :1]) ** 2, axis=2)
+    for j in range(1, k):
+        picks[:, j] = np.argmax(dist, axis=1)
+        dist = np.minimum(dist, np.sum((X - X[rows[:, 0], picks[:, j]][:, None]) ** 2, axis=2))
+    return X[rows, picks]
+
+
+def _made(models, n_tasks, n_steps, fit, progress, engine):
+    """Lloyd, the learned layer and the fitted closed form from the :data:`MADE_STARTS` on each seed's held-out
+    tasks, and the share of centers that start sharing their points."""
+    out = {}
+    for kind in MADE_STARTS:
+        if progress:
+            print(f"  starts made for the explanation: {kind}", file=sys.stderr, flush=True)
+        row = dict(lloyd_final=[], learned_final=[], leaky_final=[], shares=[])
+        for r in models:
+            X, _ = evaluation_tasks(r.config, n_tasks)
+            init = made_starts(X, r.config.model.k, kind)
+            row["lloyd_final"].append(float(lloyd_curve(X, init, n_steps)[0][-1]))
+            row["learned_final"].append(float(model_curve(r.theta, r.config.model, X, init, n_steps,
+                                                          engine=engine)[0][-1]))
+            row["leaky_final"].append(float(_leaky_curve(X, init, n_steps, fit["beta"], fit["sharpness"])[0][-1]))
+            row["shares"].append(_share_of_sharing(X[:QUANTITY_TASKS], init[:QUANTITY_TASKS]))
+        out[kind] = row
+    return out
+
+
+def _real(models, fit, soft_beta, progress, engine):
+    """The fitted closed form and soft k-means beside Lloyd on the real data sets, with the real-data
+    experiment's starts, width and number of steps; the learned layers where the data have their ``k``.
+
+    Lloyd's mean log objective must equal the committed real-data result's to 1e-12 (the same data, width,
+    starts and steps), or the run stops.
+    """
+    done = committed("real-data", "beyond")
+    width, n_steps, out = done["width"], done["n_eval_steps"], {}
+    for index, name in enumerate(DATASETS):
+        X, labels = load_dataset(name)
+        n, k = X.shape[0], int(labels.max()) + 1
+        Xw = to_width(X, width)
+        inits = Xw[real_data_starts(index, n, k)]
+        Xb = np.broadcast_to(Xw, (len(inits),) + Xw.shape)
+        if progress:
+            print(f"  real data: {name}", file=sys.stderr, flush=True)
+        lloyd_run = np.stack([lloyd(Xw, c, n_steps).centers for c in inits], axis=1)
+        row = dict(k=k, shares=_share_of_sharing(Xb[:QUANTITY_TASKS], inits[:QUANTITY_TASKS]),
+                   lloyd=_scores(Xw, lloyd_run, labels))
+        if not np.isclose(row["lloyd"]["log_objective"], done["per_dataset"][name]["lloyd"]["log_objective"],
+                          rtol=1e-12, atol=0):
+            raise ValueError(f"real data {name}: Lloyd gives {row['lloyd']['log_objective']}, the committed result "
+                             f"{done['per_dataset'][name]['lloyd']['log_objective']}: not the same starts")
+        centers = [inits]
+        for _ in range(n_steps):
+            centers.append(leaky_step(Xb, centers[-1], fit["beta"], fit["sharpness"])[0])
+        row["leaky"] = _scores(Xw, np.array(centers), labels)
+        soft = np.stack([soft_kmeans(Xw, c, n_steps, soft_beta).centers for c in inits], axis=1)
+        row["soft k-means"] = _scores(Xw, soft, labels)
+        if k == models[0].config.model.k and width == models[0].config.model.d:
+            row["learned"] = _learned_on(models, Xw, inits, labels, n_steps, progress, f"{name}, learned", engine)
+        out[name] = row
+    return out
+
+
 def interpret(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """The learned layer against the closed form it points to (leaky soft k-means), on the dissection's tasks.
 
@@ -337,6 +479,12 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
     share of the layer's gain over Lloyd each recovers, and, on the first
     :data:`QUANTITY_TASKS` of them, how far one step of each moves the
     centers that own and that share their points (:func:`strides`).
+
+    Off the training distribution, with the scalars fitted through the
+    evaluation's steps: the tasks of the committed shift experiments
+    (:data:`SHIFTS`), each seed's held-out tasks from starts made to test the
+    explanation (:data:`MADE_STARTS`), and the real data sets of the
+    real-data experiment (its starts, width and steps).
     """
     s, fit = SCALES[scale], FIT[check_choice(scale, "scale", FIT)]
     models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
@@ -368,10 +516,12 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
         stride, counts = strides(X[:QUANTITY_TASKS], init[:QUANTITY_TASKS], steps)
         per_seed.append(dict(seed=r.config.seed, final=final, stride=stride, centers=counts))
     shifted = _shifted(models, scale, fits[n_steps], n_steps, progress, results_dir)
+    made = _made(models, n_tasks, n_steps, fits[n_steps], progress, engine)
+    real = _real(models, fits[n_steps], soft_beta, progress, engine)
     gain = [p["final"]["Lloyd"] - p["final"]["learned"] for p in per_seed]
     recovered = {name: [(p["final"]["Lloyd"] - p["final"][name]) / g for p, g in zip(per_seed, gain, strict=True)]
                  for name in per_seed[0]["final"] if name not in ("Lloyd", "learned")}
     return dict(**_status(models), n_tasks=n_tasks, n_eval_steps=n_steps, soft_beta=soft_beta,
                 fits={str(u): dict(beta=f["beta"], sharpness=f["sharpness"], final_loss=f["loss"][-1], **fit)
                       for u, f in fits.items()},
-                recovered=recovered, per_seed=per_seed, shifted=shifted)
+                recovered=recovered, per_seed=per_seed, shifted=shifted, made=made, real_data=real)

@@ -167,6 +167,17 @@ def interpret(result):
                      f"leaky {_median_or_dash(row['leaky_final'])}"]
             lines.append(f"  {experiment + ': ' + condition:<42}" + "  ".join(cells)
                          + f"  shares {_median_or_dash(row['shares'], '.2f')}")
+    lines.append("from starts made to test the explanation (each seed's held-out tasks), the same columns:")
+    for kind, row in result["made"].items():
+        cells = [f"{name} {_median_or_dash(row[name + '_final'])}" for name in ("lloyd", "learned", "leaky")]
+        lines.append(f"  {kind:<42}" + "  ".join(cells) + f"  shares {_median_or_dash(row['shares'], '.2f')}")
+    lines.append("real data sets (the real-data experiment's starts and width): mean log objective / adjusted Rand "
+                 "index with the classes (learned: median over seeds), and the share of sharing centers at the start:")
+    for name, row in result["real_data"].items():
+        cells = [f"{key} {row[key]['log_objective']:.3f}/{row[key]['ari']:.2f}"
+                 for key in ("lloyd", "soft k-means", "leaky", "learned") if key in row]
+        label = f"{name} (k={row['k']})"
+        lines.append(f"  {label:<24}" + "  ".join(cells) + f"  shares {row['shares']:.2f}")
     return lines
 
 
