@@ -35,6 +35,10 @@ def main(argv=None):
     p = sub.add_parser("bench", help="speed ratios measured side by side")
     p.add_argument("--repeats", type=integer_at_least(1), default=5, help="timed repeats per measurement (default 5)")
     p.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
+    p.add_argument("--grid", action="store_true",
+                   help="instead: the Theorem 2.1 and 2.2 transformers over lloyd at every n in 1e4, 1e5, 1e6, "
+                   "k in 4, 16, 64, 256, d in 2, 16, 128 (3 iterations; an hour or more, about 10 GB at the "
+                   "largest point; with --quick a small grid)")
     p.add_argument(
         "--threads", type=integer_at_least(1), default=1,
         help="BLAS threads (default 1: kmeans2 is single-threaded, and an oversubscribed BLAS "
@@ -84,10 +88,13 @@ def main(argv=None):
         code = _rerun_with_blas_threads(argv, args.threads)
         if code is not None:
             return code
-        from .programs.bench import format_bench, run_bench
+        from .programs.bench import GRID, QUICK_GRID, format_bench, format_grid, run_bench, run_grid
 
         print(f"BLAS threads: {args.threads}")
-        print(format_bench(run_bench(repeats=args.repeats, quick=args.quick)))
+        if args.grid:
+            print(format_grid(run_grid(QUICK_GRID if args.quick else GRID, repeats=args.repeats)))
+        else:
+            print(format_bench(run_bench(repeats=args.repeats, quick=args.quick)))
         return 0
     if args.command == "reproduce":
         experiment = EXPERIMENTS[args.experiment]

@@ -68,8 +68,10 @@ FAMILIES = {
     "lognormal": _lognormal,
 }
 
-#: Initial-center schemes.
-INITS = ("first", "kmeans++")
+#: Initial-center schemes: the first ``k`` points of the (randomly ordered) task, k-means++ seeding,
+#: farthest-first traversal from the first point (spread out), and the first point with its ``k - 1``
+#: nearest points (crowded together).
+INITS = ("first", "kmeans++", "farthest-first", "crowded")
 
 
 def check_family(family):
@@ -168,9 +170,10 @@ def sample_tasks(
     isotropic : bool
         One scale for every component and dimension (True) or
         ``scale * U(0, 1)`` per component and dimension.
-    init : {"first", "kmeans++"}
-        Initial centers: the first ``k`` (randomly permuted) points, or
-        k-means++ seeding drawn from ``rng``.
+    init : {"first", "kmeans++", "farthest-first", "crowded"}
+        Initial centers: the first ``k`` (randomly permuted) points,
+        k-means++ seeding drawn from ``rng``, or the two deterministic
+        schemes of :func:`initial_centers`.
 
     Returns
     -------
@@ -207,7 +210,10 @@ def initial_centers(X, k, init="first", rng=None):
     ----------
     X : ndarray, shape (n_tasks, n, d)
     k : int
-    init : {"first", "kmeans++"}
+    init : {"first", "kmeans++", "farthest-first", "crowded"}
+        ``"farthest-first"``: the first point, then each time the point
+        farthest from the centers chosen so far (ties: the first such point);
+        ``"crowded"``: the first point and its ``k - 1`` nearest points.
     rng : numpy.random.Generator
         Needed for ``"kmeans++"``.
 
@@ -222,6 +228,16 @@ def initial_centers(X, k, init="first", rng=None):
     k = check_k(k, X.shape[1])
     if init == "first":
         return X[:, :k].copy()
+    rows = np.arange(len(X))[:, None]
+    from_first = np.sum((X - X[:, :1]) ** 2, axis=2)  # (n_tasks, n)
+    if init == "crowded":
+        return X[rows, np.argsort(from_first, axis=1, kind="stable")[:, :k]]
+    if init == "farthest-first":
+        picks, gap = np.zeros((len(X), k), dtype=int), from_first
+        for j in range(1, k):
+            picks[:, j] = np.argmax(gap, axis=1)
+            gap = np.minimum(gap, np.sum((X - X[rows, picks[:, j:j + 1]]) ** 2, axis=2))
+        return X[rows, picks]
     check_rng(rng)
     return np.stack([kmeans_plusplus(Xt, k, rng) for Xt in X])
 

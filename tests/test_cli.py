@@ -38,6 +38,19 @@ def test_bench_quick_reports_ratios_and_memory_with_pinned_blas_threads(capfd):
     assert "ABOVE" not in out
 
 
+def test_bench_grid_sets_every_model_beside_lloyd_at_every_point():
+    from kmt_ref.programs.bench import GRID_MODELS, format_grid, run_grid
+
+    rows = run_grid({"n": (300,), "k": (2, 3), "d": (2,)}, n_iter=2, repeats=1)
+    assert [(r["n"], r["k"], r["d"]) for r in rows] == [(300, 2, 2), (300, 3, 2)]
+    for r in rows:
+        assert set(GRID_MODELS) <= set(r["ratios"])
+        for name in GRID_MODELS:
+            assert r["ratios"][name] == r["seconds"][name] / r["seconds"]["lloyd"]
+    text = format_grid(rows)
+    assert "largest ratio" in text and all(name in text for name in GRID_MODELS)
+
+
 def test_bench_rejects_a_non_positive_thread_count():
     with pytest.raises(SystemExit):
         main(["bench", "--threads", "0"])

@@ -202,18 +202,3 @@ def test_the_closed_form_runs_on_the_committed_shift_experiments_tasks_and_check
     monkeypatch.setattr(dissection, "committed", lambda name, scale: dict(real(name, scale), **{"kmeans++": other}))
     with pytest.raises(ValueError, match="not the same tasks"):
         dissection._shifted(models, "quick", fit, 20, progress=False)
-
-
-def test_made_starts_spread_the_centers_out_or_crowd_them_together():
-    X, _ = sample_tasks(np.random.default_rng(5), 3, 40, 2, 4)
-    spread = dissection.made_starts(X, 4, "farthest-first")
-    crowd = dissection.made_starts(X, 4, "crowded")
-    for x, s, c in zip(X, spread, crowd, strict=True):
-        assert np.array_equal(s[0], x[0]) and np.array_equal(c[0], x[0])  # both start from the first point
-        for j in range(1, 4):  # each spread center: the point farthest from the centers before it
-            gap = np.min(np.sum((x[:, None] - s[None, :j]) ** 2, axis=2), axis=1)
-            assert np.sum((x - s[j]) ** 2, axis=1)[np.argmax(gap)] == 0.0
-        d = np.sum((x - x[0]) ** 2, axis=1)  # the crowded ones: the first point's nearest
-        assert np.max(np.sum((c - x[0]) ** 2, axis=1)) <= np.sort(d)[3]
-    with pytest.raises(ValueError, match="kind"):
-        dissection.made_starts(X, 4, "random")

@@ -78,6 +78,19 @@ def test_beyond_figures_draw_one_series_per_model_and_a_zero_line():
     assert len(right.patches) == 3 * 2  # Lloyd, tied, standard for both data sets (missing: NaN bar)
 
 
+def test_the_ablation_figure_draws_each_ablation_s_median_share_and_every_seed():
+    from kmt_ref.plotting.beyond import plot_ablations
+
+    per_seed = [dict(final={"Lloyd": 2.0, "learned": 1.0, "CAX: removed": 4.0, "SAX: removed": 1.5}),
+                dict(final={"Lloyd": 3.0, "learned": 2.0, "CAX: removed": 3.0, "SAX: removed": 2.0})]
+    fig = plot_ablations(dict(ablations={"CAX: removed": {}, "SAX: removed": {}}, per_seed=per_seed))
+    ax = fig.axes[0]
+    labels = dict(zip(ax.get_yticks(), (t.get_text() for t in ax.get_yticklabels()), strict=True))
+    assert labels == {1: "CAX: removed", 0: "SAX: removed"}  # the first ablation on top
+    assert sorted(p.get_width() for p in ax.patches) == [0.25, 2.0]  # medians of (0.5, 0) and (3, 1)
+    assert sorted(x for line in ax.get_lines()[:2] for x in line.get_xdata()) == [0.0, 0.5, 1.0, 3.0]
+
+
 def test_plotting_without_matplotlib_says_how_to_install_it():
     import subprocess
     import sys

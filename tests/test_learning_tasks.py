@@ -48,6 +48,26 @@ def test_first_init_is_the_first_k_points_and_kmeanspp_picks_points():
         assert all(np.any(np.all(X[t] == c, axis=1)) for c in pp[t])
 
 
+def test_farthest_first_spreads_the_centers_out_and_crowded_gathers_them():
+    X, _ = sample_tasks(np.random.default_rng(5), 3, 40, 2, 4)
+    spread = initial_centers(X, 4, "farthest-first")
+    crowd = initial_centers(X, 4, "crowded")
+    again, _ = sample_tasks(np.random.default_rng(5), 3, 40, 2, 4, init="crowded")
+    assert np.array_equal(again, X)  # neither scheme draws: the same points as with "first"
+    for x, s, c in zip(X, spread, crowd, strict=True):
+        assert np.array_equal(s[0], x[0]) and np.array_equal(c[0], x[0])  # both start from the first point
+        for j in range(1, 4):  # each spread center: the point farthest from the centers before it
+            gap = np.min(np.sum((x[:, None] - s[None, :j]) ** 2, axis=2), axis=1)
+            assert np.array_equal(s[j], x[np.argmax(gap)])
+        d = np.sum((x - x[0]) ** 2, axis=1)  # the crowded ones: the first point's nearest
+        assert np.max(np.sum((c - x[0]) ** 2, axis=1)) == np.sort(d)[3]
+        assert len({tuple(p) for p in c}) == 4
+    # By hand: on a line, from 0 the farthest is 10, then the point farthest from both, 4.
+    line = np.array([[0.0], [1.0], [4.0], [10.0], [6.0]])[None]
+    np.testing.assert_array_equal(initial_centers(line, 3, "farthest-first")[0], [[0.0], [10.0], [4.0]])
+    np.testing.assert_array_equal(initial_centers(line, 3, "crowded")[0], [[0.0], [1.0], [4.0]])
+
+
 def test_unequal_weights_are_uniform_draws_normalized():
     # Two tight components in 1-D land at the two ends of [0, 1]: the share of
     # points below 1/2 is one component's weight w. Under weights U(0, 1)^2

@@ -88,5 +88,7 @@ EXERCISES = tuple(
          "the adjusted Rand index, against counting pairs of points", beyond_checks.check_adjusted_rand_index),
         ("23_leaky_step", "leaky_step", _LEAKY, "medium",
          "one leaky soft k-means step, against the transformer that runs it", leaky_checks.check_leaky_step),
+        ("24_farthest_first", "farthest_first", _LEAKY, "warm-up",
+         "spread-out initial centers, the starts of the explanation's prediction", leaky_checks.check_farthest_first),
     )
 )

@@ -1,10 +1,10 @@
-"""Figures of the chapter "Beyond the paper": one layer at every k, real data sets."""
+"""Figures of the chapter "Beyond the paper": one layer at every k, real data sets, the layer taken apart."""
 
 import numpy as np
 from matplotlib import rcParams
 from matplotlib.figure import Figure
 
-__all__ = ["plot_gap_by_k", "plot_real_data"]
+__all__ = ["plot_gap_by_k", "plot_real_data", "plot_ablations"]
 
 
 def plot_gap_by_k(per_k, models):
@@ -81,4 +81,41 @@ def plot_real_data(per_dataset, models):
         ax.set_xticks(np.arange(len(names)), [n.replace("_", " ") for n in names], fontsize=8)
         ax.grid(alpha=0.3, axis="y")
     right.legend(fontsize=7)
+    return fig
+
+
+def plot_ablations(result):
+    """What each ablation costs, as a multiple of the layer's gain over Lloyd: per seed (dots) and median (bar).
+
+    Parameters
+    ----------
+    result : dict
+        A dissection result: ``ablations`` (names in order) and ``per_seed``, each seed's ``final`` mean log
+        objective of ``Lloyd``, ``learned`` and every ablation.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One row per ablation, grouped by block; the x axis is linear within 1 of zero and logarithmic
+        beyond; the line at 1 marks a change that costs the whole gain (the layer then ties with Lloyd).
+    """
+    names = list(result["ablations"])
+    share = np.array([[(p["final"][name] - p["final"]["learned"]) / (p["final"]["Lloyd"] - p["final"]["learned"])
+                       for p in result["per_seed"]] for name in names])  # (ablations, seeds)
+    blocks = list(dict.fromkeys(name.split(": ")[0] for name in names))
+    colors = rcParams["axes.prop_cycle"].by_key()["color"]
+    fig = Figure(figsize=(6.2, 0.22 * len(names) + 1.0), layout="constrained")
+    ax = fig.subplots()
+    y = np.arange(len(names))[::-1]
+    for row, name, values in zip(y, names, share, strict=True):
+        color = colors[blocks.index(name.split(": ")[0]) % len(colors)]
+        ax.barh(row, np.median(values), color=color, alpha=0.35, height=0.7)
+        ax.plot(values, np.full(len(values), row), "o", color=color, markersize=2.5)
+    ax.axvline(0, color="k", linewidth=0.8)
+    ax.axvline(1, color="k", linewidth=0.8, linestyle="--")
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_yticks(y, names, fontsize=7)
+    ax.set_ylim(-0.7, len(names) - 0.3)
+    ax.set_xlabel("cost as a multiple of the layer's gain over Lloyd\n(1: the layer then ties with Lloyd)")
+    ax.grid(alpha=0.3, axis="x")
     return fig

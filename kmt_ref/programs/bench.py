@@ -14,13 +14,15 @@ import numpy as np
 from scipy.cluster.vq import kmeans2
 
 from ..classical import lloyd
+from ..dot_product_transformer import dot_product_lloyd_transformer
 from ..kernels import attend
 from ..layer import BLOCK_NAMES, transformer_layer
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import gaussian_mixture
 from ._cli import keep_freed_memory
 
-__all__ = ["run_bench", "format_bench", "median_time", "median_times", "peak_memory", "layer_breakdown"]
+__all__ = ["run_bench", "format_bench", "median_time", "median_times", "peak_memory", "layer_breakdown", "GRID",
+           "QUICK_GRID", "run_grid", "format_grid"]
 
 #: Targets, as ratios to an anchor measured in the same run.
 TARGETS = {"transformer / lloyd": 3.0, "lloyd / kmeans2": 1.5, "training step, 2 threads / 1 thread": 1 / 1.6}
@@ -164,6 +166,77 @@ def run_bench(repeats=5, quick=False):
         },
     }
     return out
+
+
+#: Sizes at which the transformers' cost is set beside lloyd's (``bench --grid``): every n x k x d.
+GRID = {"n": (10_000, 100_000, 1_000_000), "k": (4, 16, 64, 256), "d": (2, 16, 128)}
+#: The same at sizes a test can afford (``bench --grid --quick``).
+QUICK_GRID = {"n": (2_000,), "k": (4, 16), "d": (2, 16)}
+#: The models of the grid: Theorems 2.1 and 2.2 in their validated configuration, exact and at gamma = 1e4.
+GRID_MODELS = {"2.1 gamma=inf": (lloyd_transformer, np.inf), "2.1 gamma=1e4": (lloyd_transformer, 1e4),
+               "2.2 gamma=inf": (dot_product_lloyd_transformer, np.inf),
+               "2.2 gamma=1e4": (dot_product_lloyd_transformer, 1e4)}
+
+
+def _sklearn_lloyd(k, n_iter):
+    """scikit-learn's Lloyd for ``n_iter`` iterations from given centers, or ``None`` when it is not installed.
+
+    It stops early if the labels stop changing (``tol=0``); from uniform data and a few iterations they rarely do.
+    """
+    try:
+        from sklearn.cluster import KMeans
+    except ImportError:
+        return None
+
+    def run(X, init):
+        return KMeans(k, init=init, n_init=1, max_iter=n_iter, tol=0.0, algorithm="lloyd").fit(X)
+    return run
+
+
+def run_grid(grid=GRID, n_iter=3, repeats=1):
+    """Each model of :data:`GRID_MODELS` against lloyd at every point of ``grid``, the runs of a point taking turns.
+
+    Data: ``n`` uniform points in ``[0, 1]^d`` (one generator for the whole grid), the first ``k`` as initial
+    centers, ``n_iter`` layers or iterations; the transformers keep labels only (``keep_assignments=False``).
+
+    Returns
+    -------
+    list of dict
+        One per point: ``n, k, d``, the ``seconds`` of every run and the ``ratios`` to lloyd's.
+    """
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in grid["n"]:
+        for d in grid["d"]:
+            for k in grid["k"]:
+                X = rng.random((n, d))
+                init = X[:k].copy()
+                runs = {"lloyd": lambda X=X, init=init: lloyd(X, init, n_iter, empty_cluster="keep")}
+                for name, (build, gamma) in GRID_MODELS.items():
+                    model = build(d, k, gamma)
+                    runs[name] = lambda model=model, X=X, init=init: model.run(X, init, n_iter,
+                                                                               keep_assignments=False)
+                sk = _sklearn_lloyd(k, n_iter)
+                if sk is not None:
+                    runs["scikit-learn"] = lambda X=X, init=init, sk=sk: sk(X, init)
+                t = median_times(runs, repeats)
+                rows.append(dict(n=n, k=k, d=d, seconds=t,
+                                 ratios={name: sec / t["lloyd"] for name, sec in t.items() if name != "lloyd"}))
+    return rows
+
+
+def format_grid(rows):
+    """The grid as a table of cost ratios to lloyd (1: as fast as lloyd)."""
+    names = list(rows[0]["ratios"])
+    lines = ["cost of each model over lloyd's (same data, same iterations; runs of a point taking turns):",
+             f"{'n':>9} {'k':>4} {'d':>4} {'lloyd s':>9} " + " ".join(f"{name:>14}" for name in names)]
+    for r in rows:
+        lines.append(f"{r['n']:>9} {r['k']:>4} {r['d']:>4} {r['seconds']['lloyd']:>9.3f} "
+                     + " ".join(f"{r['ratios'][name]:>13.2f}x" for name in names))
+    worst = {name: max(r["ratios"][name] for r in rows) for name in names if name != "scikit-learn"}
+    lines.append("largest ratio: " + ", ".join(f"{name} {v:.2f}x" for name, v in worst.items())
+                 + " (target: 2x at every point)")
+    return "\n".join(lines)
 
 
 def _verdict(ratio, target):

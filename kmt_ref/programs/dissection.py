@@ -36,7 +36,7 @@ from .beyond import _learned_on, _scores, real_data_starts
 from .experiments import _models, _status
 
 __all__ = ["ABLATIONS", "CONSTRUCTION_GAMMA", "ablated", "first_layer_quantities", "dissection", "strides",
-           "interpret", "SOFT_BETAS", "FIT", "OWNS", "OWNERSHIP_BETA", "SHIFTS", "MADE_STARTS", "made_starts"]
+           "interpret", "SOFT_BETAS", "FIT", "OWNS", "OWNERSHIP_BETA", "SHIFTS", "MADE_STARTS"]
 
 #: Held-out tasks per seed for the ablations (the paper-scale evaluations use 320; 64 keep the 26 runs of a
 #: seed to minutes).
@@ -388,26 +388,9 @@ def _share_of_sharing(X, init):
     return counts["shares"] / total if total else None
 
 
-#: Initial centers made to test the explanation, from each seed's held-out tasks: spread out (few centers
-#: share their points) and crowded together (every center shares).
+#: Initial centers made to test the explanation (:func:`~kmt_ref.tasks.initial_centers`), on each seed's
+#: held-out tasks: spread out (few centers share their points) and crowded together (every center shares).
 MADE_STARTS = ("farthest-first", "crowded")
-
-
-def made_starts(X, k, kind):
-    """Initial centers (B, k, d) of :data:`MADE_STARTS` on tasks ``X`` (B, n, d): ``"farthest-first"`` (each
-    center the point farthest from those before it, from the first point) or ``"crowded"`` (the first point and
-    its ``k - 1`` nearest points)."""
-    kind = check_choice(kind, "kind", MADE_STARTS)
-    rows = np.arange(len(X))[:, None]
-    if kind == "crowded":
-        return X[rows, np.argsort(np.sum((X - X[:, :1]) ** 2, axis=2), axis=1, kind="stable")[:, :k]]
-    B, n, _ = X.shape
-    picks = np.zeros((B, k), dtype=int)
-    dist = np.sum((X - X[:, :1]) ** 2, axis=2)
-    for j in range(1, k):
-        picks[:, j] = np.argmax(dist, axis=1)
-        dist = np.minimum(dist, np.sum((X - X[rows[:, 0], picks[:, j]][:, None]) ** 2, axis=2))
-    return X[rows, picks]
 
 
 def _made(models, n_tasks, n_steps, fit, progress, engine):
@@ -419,8 +402,7 @@ def _made(models, n_tasks, n_steps, fit, progress, engine):
             print(f"  starts made for the explanation: {kind}", file=sys.stderr, flush=True)
         row = dict(lloyd_final=[], learned_final=[], leaky_final=[], shares=[])
         for r in models:
-            X, _ = evaluation_tasks(r.config, n_tasks)
-            init = made_starts(X, r.config.model.k, kind)
+            X, init = evaluation_tasks(r.config, n_tasks, init=kind)  # the same points as the "first" tasks
             row["lloyd_final"].append(float(lloyd_curve(X, init, n_steps)[0][-1]))
             row["learned_final"].append(float(model_curve(r.theta, r.config.model, X, init, n_steps,
                                                           engine=engine)[0][-1]))
