@@ -6,9 +6,8 @@ the change in the final mean log objective is recorded; on the same tasks the
 quantities a hypothesis about the layer needs are measured
 (:func:`first_layer_quantities`). Each seed is one job: its result file
 (``dissection/seed<S>.json`` under the results folder) is written when it is
-done and reused when it exists (or taken from the committed result of the
-same job), so an interrupted run continues where it stopped and an ablation
-added later is the only work a rerun does.
+done and reused when it exists, so an interrupted run continues where it
+stopped, and an ablation added later is the only work a rerun does.
 """
 
 import json
@@ -38,7 +37,7 @@ from .experiments import _models, _status
 __all__ = ["ABLATIONS", "CONSTRUCTION_GAMMA", "ablated", "first_layer_quantities", "dissection", "strides",
            "interpret", "SOFT_BETAS", "FIT", "OWNS", "OWNERSHIP_BETA", "SHIFTS", "MADE_STARTS"]
 
-#: Held-out tasks per seed for the ablations (the paper-scale evaluations use 320; 64 keep the 26 runs of a
+#: Held-out tasks per seed for the ablations (the paper-scale evaluations use 320; 64 keep the 34 runs of a
 #: seed to minutes).
 DISSECTION_TASKS = 64
 #: Tasks per seed on which the first layer's attention is measured (its point-to-point map is n x n).
@@ -219,25 +218,21 @@ def _seed_job(r, n_steps, n_tasks, engine, done=None):
                 quantities=quantities)
 
 
-def _earlier(path, job, scale):
-    """An earlier result of ``job``: the file a run wrote at ``path``, else the seed's entry in the committed
-    result (a job whose inputs differ is not the same job: ``None``)."""
-    if os.path.exists(path):
-        with open(path) as f:
-            candidates = [json.load(f)]
-    else:
-        try:
-            candidates = committed("dissection", scale)["per_seed"]
-        except ValueError:  # nothing committed at this scale
-            candidates = []
-    return next((c for c in candidates if {key: c.get(key) for key in job} == job), None)
+def _earlier(path, job):
+    """The result a run wrote at ``path`` for the same ``job``, else ``None`` (a job whose inputs differ is not
+    the same job)."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        done = json.load(f)
+    return done if {key: done.get(key) for key in job} == job else None
 
 
 def dissection(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """Where the learned layer's gain over Lloyd comes from: every ablation on every seed, and the quantities.
 
-    Each seed is a job (:func:`_seed_job`); a finished one is read back from the results folder, or from the
-    committed result when the results folder has none, and only the ablations it lacks are computed.
+    Each seed is a job (:func:`_seed_job`); a finished one is read back from the results folder, and only the
+    ablations it lacks (added since it ran) are computed.
     """
     s = SCALES[scale]
     models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
@@ -246,15 +241,15 @@ def dissection(scale="quick", results_dir=None, train_missing=True, progress=Tru
     for r in models:
         path = check_output_dir(os.path.join(results_dir, scale, "dissection", f"seed{r.config.seed}.json"))
         job = dict(seed=r.config.seed, step=int(r.step), n_tasks=n_tasks, n_eval_steps=n_steps)
-        done = _earlier(path, job, scale)
-        if done is not None and set(ABLATIONS) <= set(done["final"]) and os.path.exists(path):
+        done = _earlier(path, job)
+        if done is not None and set(ABLATIONS) <= set(done["final"]):
             per_seed.append(done)
             continue
         missing = [name for name in ABLATIONS if done is None or name not in done["final"]]
-        if progress and missing:
+        if progress:
             print(f"  dissecting seed {r.config.seed}: {len(missing)} ablations on {n_tasks} tasks, "
                   f"{n_steps} steps", file=sys.stderr, flush=True)
-        result = _seed_job(r, n_steps, n_tasks, engine, done) if missing else done
+        result = _seed_job(r, n_steps, n_tasks, engine, done)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             json.dump(result, f, indent=1)
