@@ -30,15 +30,19 @@ def _euclidean_hardmax(queries, keys, values):
     """
     St = np.matmul(2.0 * keys, np.swapaxes(queries, -1, -2))  # (..., r, m); doubling is exact
     St -= np.sum(keys * keys, axis=-1)[..., :, None]
-    best = St == np.max(St, axis=-2, keepdims=True)
+    top = np.max(St, axis=-2)
+    best = St == top[..., None, :]
     if St.shape[-2] > 1:
         # Where a query's two best keys are closer than the scores' rounding, exact arithmetic decides
-        # (as nearest_center does for Lloyd's algorithm): rounding never picks the arg-max set.
-        two = -np.partition(-St, 1, axis=-2)
+        # (as nearest_center does for Lloyd's algorithm): rounding never picks the arg-max set. The
+        # runner-up is the best score left once the best ones are masked (a tie at the top is close
+        # anyway): two reductions between rows, where a partition along the key axis is strided.
+        tied = np.sum(best, axis=-2) > 1
+        np.putmask(St, best, -np.inf)  # St is this chunk's own array, not needed after this
         batch = St.shape[:-2]
         q = np.broadcast_to(queries, batch + queries.shape[-2:])
         k = np.broadcast_to(keys, batch + keys.shape[-2:])
-        close = two[..., 0, :] - two[..., 1, :] <= score_rounding_bound(q, k)
+        close = tied | (top - np.max(St, axis=-2) <= score_rounding_bound(q, k))
         for index in zip(*np.nonzero(close), strict=True):
             task = index[:-1]
             best[task + (slice(None), index[-1])] = exact_nearest(q[index], k[task])
