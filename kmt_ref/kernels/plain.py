@@ -86,9 +86,12 @@ def linear_over_keys(queries, keys, values, score):
             out[i] = linear_over_keys(q[i], k[i], v[i], score)
         return out
     step = max(1, STREAM_ELEMENTS // queries.shape[0])
+    # Identity queries (the centers' ids reading the points' assignments in CAC): each dot score is a
+    # key's coordinate, so the k x n x k product is a transpose (the same numbers).
+    ids = score == "dot" and is_identity(queries)
     num, total = 0.0, 0.0
     for b in range(0, keys.shape[0], step):
-        s = SCORES[score](queries, keys[b : b + step])
+        s = np.ascontiguousarray(keys[b : b + step].T) if ids else SCORES[score](queries, keys[b : b + step])
         _check_nonnegative(s)
         num = num + np.matmul(s, values[b : b + step])
         total = total + np.sum(s, axis=-1, keepdims=True)
