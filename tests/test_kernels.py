@@ -154,6 +154,19 @@ def test_linear_attention_over_chunks_of_keys_equals_lloyd_with_an_empty_cluster
         streamed(-np.ones((2, 3)), np.ones((300, 3)), X, block.score)
 
 
+def test_streamed_linear_attention_with_the_ids_as_queries_skips_the_product_and_not_a_bit(monkeypatch):
+    # CAC's queries are the centers' ids (the identity): its scores are then the keys, transposed.
+    monkeypatch.setattr(kernels.plain, "STREAM_ELEMENTS", 64)
+    rng = np.random.default_rng(8)
+    keys = rng.random((500, 6)) * (rng.random((500, 6)) < 0.4)
+    keys[:, 5] = 0.0  # a center with no point: uniform attention
+    values = rng.normal(size=(500, 3))
+    shortcut = kernels.plain.linear_over_keys(np.eye(6), keys, values, "dot")
+    monkeypatch.setattr(kernels.plain, "is_identity", lambda a: False)
+    np.testing.assert_array_equal(shortcut, kernels.plain.linear_over_keys(np.eye(6), keys, values, "dot"))
+    np.testing.assert_allclose(shortcut[5], values.mean(axis=0), rtol=1e-14)
+
+
 def test_streamed_linear_attention_runs_each_task_of_a_batch_as_if_alone(monkeypatch):
     monkeypatch.setattr(kernels.plain, "STREAM_ELEMENTS", 64)
     rng = np.random.default_rng(6)
