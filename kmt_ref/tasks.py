@@ -68,9 +68,9 @@ FAMILIES = {
     "lognormal": _lognormal,
 }
 
-#: Initial-center schemes: the first ``k`` points of the (randomly ordered) task, k-means++ seeding,
-#: farthest-first traversal from the first point (spread out), and the first point with its ``k - 1``
-#: nearest points (crowded together).
+#: The initial-center schemes, in order the first ``k`` points of the (randomly
+#: ordered) task, k-means++ seeding, farthest-first traversal from the first point (spread out), and the
+#: first point with its ``k - 1`` nearest points (crowded together).
 INITS = ("first", "kmeans++", "farthest-first", "crowded")
 
 
