@@ -48,10 +48,11 @@ def center_distances(X, C):
 
     The same numbers in exact arithmetic; in float64 the expansion's rounding
     is then at the scale of the data's spread, not of its distance from the
-    origin (see :func:`nearest_center`). For the classical algorithms (plain
-    arrays of shape (n, d) and (k, d)).
+    origin (see :func:`nearest_center`). ``X`` (..., n, d) and ``C`` (..., k,
+    d): each task of a stack is measured from its own first center; works on
+    ``autograd`` arrays.
     """
-    origin = C[0]
+    origin = C[..., :1, :]
     return squared_distances(X - origin, C - origin)
 
 

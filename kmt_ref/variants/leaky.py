@@ -48,11 +48,10 @@ import numpy as np
 
 from .._validation import check_positive, check_problem
 from ..attention import softmax
-from ..geometry import squared_distances
 from ..layer import KMeansTransformer
 from ..trajectory import iterate
 from .registry import Variant, register_variant
-from .soft import soft_kmeans_transformer, soft_rounding_tol
+from .soft import responsibilities, soft_kmeans_transformer, soft_rounding_tol
 
 __all__ = ["leaky_step", "leaky_kmeans", "leaky_kmeans_transformer"]
 
@@ -75,7 +74,7 @@ def leaky_step(X, C, beta, sharpness):
     R : ndarray, shape (..., n, k)
         The responsibilities against ``C``.
     """
-    R = softmax(-beta * squared_distances(X, C))
+    R = responsibilities(X, C, beta)
     W = softmax(sharpness * anp.swapaxes(R, -1, -2))  # (..., k, n): each center over every point
     return anp.matmul(W, X), R
 

@@ -60,6 +60,7 @@ use :func:`~kmt_ref.classical.lloyd`).
 import numpy as np
 
 from .._validation import check_positive, check_problem
+from ..attention import softmax
 from ..classical import _lloyd
 from ..geometry import center_distances
 from ..layer import KMeansTransformer
@@ -71,14 +72,14 @@ __all__ = ["soft_kmeans", "soft_kmeans_transformer", "responsibilities", "distan
 
 
 def responsibilities(X, C, beta):
-    """``R_ij = softmax_j(-beta ||x_i - c_j||^2)``, shape (n, k), computed stably.
+    """``R_ij = softmax_j(-beta ||x_i - c_j||^2)``, shape (..., n, k), computed stably.
 
-    Trusted helper: inputs already validated.
+    Distances are measured from the first center (:func:`~kmt_ref.geometry.center_distances`), so
+    their rounding is at the data's spread, not its distance from the origin; the softmax subtracts
+    each row's maximum. ``X`` (..., n, d), ``C`` (..., k, d); plain or ``autograd`` arrays. Trusted
+    helper: inputs already validated.
     """
-    logits = -beta * center_distances(X, C)  # (n, k)
-    logits -= logits.max(axis=1, keepdims=True)  # exp of the row max is 1: no overflow
-    R = np.exp(logits)
-    return R / R.sum(axis=1, keepdims=True)
+    return softmax(-beta * center_distances(X, C))
 
 
 def soft_kmeans(X, init, n_iter, beta):
