@@ -37,8 +37,8 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
     p.add_argument("--grid", action="store_true",
                    help="instead: the Theorem 2.1 and 2.2 transformers over lloyd at every n in 1e4, 1e5, 1e6, "
-                   "k in 4, 16, 64, 256, d in 2, 16, 128 (3 iterations; an hour or more, about 10 GB at the "
-                   "largest point; with --quick a small grid)")
+                   "k in 4, 16, 64, 256, d in 2, 16, 128 (3 iterations; at n = 1e6, d = 128, k = 256 one token "
+                   "matrix alone is 3 GB; with --quick a small grid)")
     p.add_argument(
         "--threads", type=integer_at_least(1), default=1,
         help="BLAS threads (default 1: kmeans2 is single-threaded, and an oversubscribed BLAS "
