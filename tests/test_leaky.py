@@ -86,17 +86,6 @@ def test_one_step_on_a_batch_is_the_step_of_each_task():
         np.testing.assert_allclose(batch[t], alone, rtol=0, atol=1e-15)
 
 
-def test_leaky_kmeans_far_from_the_origin_is_leaky_kmeans_translated():
-    # Distances are measured from the first center: a million units away the rounding stays at the
-    # data's spread (with raw squared distances the centers were 1.6e-4 off).
-    X, init, _ = gaussian_mixture(np.random.default_rng(0), n=200, d=2, k=4)
-    near = leaky_kmeans(X, init, 5, 4.0, 6.0).centers
-    far = leaky_kmeans(X + 1e6, init + 1e6, 5, 4.0, 6.0).centers - 1e6
-    np.testing.assert_allclose(far, near, rtol=0, atol=1e-8)
-    batch, _ = leaky_step(np.stack([X, X + 1e6]), np.stack([init, init + 1e6]), 4.0, 6.0)
-    np.testing.assert_allclose(batch[1] - 1e6, batch[0], rtol=0, atol=1e-8)  # each task from its own center
-
-
 def test_leaky_kmeans_does_not_modify_its_inputs_and_never_gives_nan():
     X, init = _task(2, 60, 2, 3)
     X0, init0 = X.copy(), init.copy()
