@@ -41,6 +41,12 @@ COMMANDS = {
 NOT_RUN = {
     ("reproduce", "paper-sweep", "--out"): "it runs the authors' whole grid (hours); the sweep code runs on a "
                                           "small grid in test_paper_sweep.py",
+    ("reproduce", "paper-sweep", "--full"): "every cell of the grid (core-hours); test_jobs.py runs a small grid "
+                                           "through the same jobs",
+    ("reproduce", "paper-sweep", "--workers"): "it runs the committed cells (an hour); test_jobs.py runs a small "
+                                              "grid on a local Dask cluster",
+    ("reproduce", "paper-sweep", "--scheduler"): "the same; test_jobs.py runs a small grid on a cluster's scheduler",
+    ("train", "--scheduler"): "needs a running scheduler: test_jobs.py starts one and runs train --scheduler",
 }
 
 
@@ -55,6 +61,9 @@ def runs(tmp):
                     "--tau", "0.5", "--steps", "2", "--lr", "0.001", "--threads", "2", "--results-dir", out]),
         (kmt_main, ["train", "--paper", "--n", "24", "--steps", "1", "--results-dir", out]),
         (kmt_main, ["train", "--figures", "--n", "24", "--steps", "1", "--results-dir", out]),
+        (kmt_main, ["train", "--figures", "--figure-settings", "--n", "32", "--steps", "1", "--results-dir", out]),
+        (kmt_main, ["train", "--quick", "--seeds", "1,2", "--tokens", "d+k,d", "--n", "24", "--d", "2", "--k", "3",
+                    "--steps", "1", "--workers", "2", "--results-dir", out]),
         (kmt_main, ["train", "--beyond", "--tied", "--n-layers", "2", "--loss-on", "every", "--n", "24",
                     "--steps", "1", "--results-dir", out]),
         (kmt_main, ["reproduce", "sweep", "--quick", "--out", f"{out}/sweep.json", "--figure", f"{out}/sweep.png"]),

@@ -26,6 +26,7 @@ from ..learning import protocols
 from . import experiments
 from ._cli import integer_at_least, positive_number
 from ._results import check_output_dir
+from .jobs import cluster, run_jobs
 from .registry import EXPERIMENTS, run_experiment
 
 __all__ = ["reproduce", "train_command"]
@@ -120,16 +121,25 @@ def reproduce(name, argv=()):
     return 0
 
 
+def _tokens_list(text):
+    tokens = text.split(",")
+    for t in tokens:
+        if t not in ("d+k", "d"):
+            raise argparse.ArgumentTypeError(f"must be d+k, d or d+k,d; got {text!r}")
+    return tokens
+
+
 def train_command(argv=()):
-    """``python -m kmt_ref train ...``: train or resume one model; returns an exit code."""
+    """``python -m kmt_ref train ...``: train or resume models, each a job; returns an exit code."""
     parser = argparse.ArgumentParser(
         prog="python -m kmt_ref train",
-        description="Train or resume one learned layer, checkpointing every validation. Ctrl-C or "
-        "SIGTERM saves a checkpoint; the same command resumes it.")
+        description="Train or resume learned layers -- one, or a list of seeds, token layouts and the training "
+        "figures' settings -- checkpointing every validation. Ctrl-C or SIGTERM saves a checkpoint; the same "
+        "command resumes it. Each model is a job: in this process, or on a Dask cluster.")
     _scale_options(parser, "where checkpoints are written (default ./kmt_ref_results/learning); a committed "
                    "checkpoint that needs more steps is copied there first", list(SCALE_HELP), for_train=True)
-    parser.add_argument("--tokens", choices=("d+k", "d"), default="d+k",
-                        help="token layout: [x | y] (d+k, the default) or [x] only (d)")
+    parser.add_argument("--tokens", type=_tokens_list, default=["d+k"],
+                        help="token layout: [x | y] (d+k, the default), [x] only (d), or both (d+k,d)")
     parser.add_argument("--tied", action="store_true",
                         help="tie the id maps: parameters that do not depend on k (tokens d+k)")
     parser.add_argument("--n-layers", type=integer_at_least(1),
@@ -137,15 +147,26 @@ def train_command(argv=()):
     parser.add_argument("--loss-on", choices=("last", "every"),
                         help="with --n-layers > 1: the loss after the last application (default) or its mean "
                         "over every one")
-    parser.add_argument("--seed", type=integer_at_least(0), default=0, help="run seed (default 0)")
+    seeds = parser.add_mutually_exclusive_group()
+    seeds.add_argument("--seed", type=integer_at_least(0), default=None, help="run seed (default 0)")
+    seeds.add_argument("--seeds", type=_seed_list, default=None, help="comma-separated run seeds, one model each")
+    parser.add_argument("--figure-settings", action="store_true",
+                        help="every setting (k, d, tau) of the paper's training figures, cheapest first, "
+                        "instead of --k/--d/--tau")
     parser.add_argument("--n", type=integer_at_least(1), help="points per task (paper: 512)")
     parser.add_argument("--d", type=integer_at_least(1), help="dimension (paper: 32)")
     parser.add_argument("--k", type=integer_at_least(1), help="clusters (paper: 10)")
     parser.add_argument("--tau", type=positive_number, help="loss temperature (paper: 0.1)")
     parser.add_argument("--steps", type=integer_at_least(1), help="training steps (paper: 10,000)")
     parser.add_argument("--lr", type=positive_number, help="initial Adam learning rate (paper: 0.01)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=integer_at_least(1), default=None,
+                       help="train on a local Dask cluster of this many processes, one model each (needs "
+                       "kmt-ref[dask])")
+    where.add_argument("--scheduler", default=None,
+                       help="train on the Dask cluster of this scheduler, e.g. tcp://host:8786; its workers "
+                       "must see --results-dir")
     args = parser.parse_args(list(argv))
-    engine = Engine(args.threads)
     scale = args.scale or "quick"
     overrides = {key: getattr(args, flag) for key, flag in
                  (("n", "n"), ("d", "d"), ("k", "k"), ("tau", "tau"), ("n_steps", "steps"), ("lr", "lr"),
@@ -153,24 +174,34 @@ def train_command(argv=()):
                  if getattr(args, flag) is not None}
     if args.tied:
         overrides["tied"] = True
+    if args.figure_settings and {"k", "d", "tau"} & set(overrides):
+        parser.error("--figure-settings sets k, d and tau: leave out --k, --d and --tau")
+    settings = ([dict(overrides, **o) for o in experiments.figure_runs(scale)] if args.figure_settings
+                else [overrides])
+    jobs = experiments.train_jobs(scale, args.seeds or [0 if args.seed is None else args.seed], args.tokens,
+                                  settings)
     try:
         results_dir = check_output_dir(args.results_dir or experiments.default_results_dir(), "--results-dir")
-        protocols.run_config(scale, args.tokens, args.seed, **overrides)
+        for job in jobs:
+            protocols.run_config(scale, job.inputs["tokens"], job.inputs["seed"], **job.inputs["overrides"])
     except ValueError as err:
         parser.error(str(err))
-    path = protocols.checkpoint_path(scale, args.tokens, args.seed, results_dir, **overrides)
-    print(f"checkpoint: {path}", file=sys.stderr)
+    for job in jobs:
+        path = protocols.checkpoint_path(scale, job.inputs["tokens"], job.inputs["seed"], results_dir,
+                                         **job.inputs["overrides"])
+        print(f"checkpoint: {path}", file=sys.stderr)
     _catch_signals()
     try:
-        r = experiments.trained(scale, args.tokens, args.seed, results_dir, engine=engine, **overrides)
+        with cluster(args.scheduler, args.workers) as client:
+            results = run_jobs(jobs, results_dir, client, options=dict(threads=args.threads))
     except KeyboardInterrupt:
-        saved = "progress saved in" if os.path.exists(path) else "nothing saved yet for"
-        print(f"\ninterrupted: {saved} {path}; rerun the same command to resume", file=sys.stderr)
+        print(f"\ninterrupted: progress saved under {results_dir}; rerun the same command to resume", file=sys.stderr)
         return 130
-    if not os.path.exists(path):  # nothing written: the package's committed run is finished
-        path = protocols.checkpoint_path(scale, args.tokens, args.seed, protocols.RESULTS_DIR, **overrides)
-        print(f"nothing to train: this run is committed with the package, finished after {r.step} steps "
-              f"({path}); another --seed trains a model of your own", file=sys.stderr)
-    print(json.dumps(dict(checkpoint=path, step=r.step, finished=r.finished, trained=path.startswith(results_dir),
-                          val_ratio=float(r.history["val_ratio"][-1]))))
+    except ValueError as err:
+        parser.error(str(err))
+    for job, r in zip(jobs, results, strict=True):
+        if not r["trained"]:
+            print(f"nothing to train for {job.name}: this run is committed with the package, finished after "
+                  f"{r['step']} steps ({r['checkpoint']}); another --seed trains a model of your own", file=sys.stderr)
+        print(json.dumps(dict(r, checkpoint=os.path.join(results_dir, r["checkpoint"]))))
     return 0

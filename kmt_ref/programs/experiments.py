@@ -15,17 +15,21 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 
+from ..engine import Engine
 from ..learning.analysis import weight_summary
 from ..learning.evaluate import evaluation_tasks, lloyd_curve, log_objective_curve, model_curve, summarize
 from ..learning.model import run_steps
-from ..learning.protocols import RESULTS_DIR, SCALES, checkpoint_path, run_config
+from ..learning.protocols import RESULTS_DIR, SCALES, checkpoint_path, run_config, run_name
 from ..learning.train import load_result, train
 from ._results import check_output_dir, output_dir
+from .jobs import Job
 
-__all__ = ["trained", "git_revision", "default_results_dir", "reproduce_command"]
+__all__ = ["trained", "train_job", "train_job_holds", "train_jobs", "figure_runs", "git_revision",
+           "default_results_dir", "reproduce_command"]
 
 #: The settings of the paper's training figures: ``{panel: [overrides, ...]}`` (both token layouts each).
 FIGURE_SETTINGS = {
@@ -35,6 +39,51 @@ FIGURE_SETTINGS = {
     "Figure 10a (d = 32)": [dict(k=k, d=32, tau=0.1) for k in (6, 10, 16, 25)],
     "Figure 10b (k = 6)": [dict(k=6, d=d, tau=0.1) for d in (4, 8, 16, 32)],
 }
+
+
+
+def figure_runs(scale):
+    """The distinct settings of :data:`FIGURE_SETTINGS` as override dicts, cheapest first (by ``d``, then ``k``,
+    then descending ``tau``). A setting that is the scale's own protocol is ``{}``: the scale's own runs
+    (at the paper's scale, the paper's models)."""
+    unique = {tuple(sorted(o.items())): o for settings in FIGURE_SETTINGS.values() for o in settings}
+    return [_own(scale, o) for o in sorted(unique.values(), key=lambda o: (o["d"], o["k"], -o["tau"]))]
+
+
+def _own(scale, overrides):
+    """``{}`` if ``overrides`` give the scale's own protocol (the same training), else ``overrides``."""
+    return {} if run_config(scale, **overrides) == run_config(scale) else overrides
+
+
+def train_job(directory, scale, tokens, seed, overrides, threads=1):
+    """One model trained, as a job (:mod:`kmt_ref.programs.jobs`): :func:`trained` under ``directory``
+    (default :func:`default_results_dir`) on ``threads`` threads, summarized as ``checkpoint`` (relative to
+    ``directory`` if trained there, else the committed checkpoint's path), ``trained`` (whether it was),
+    ``step``, ``finished`` and the last ``val_ratio``."""
+    directory = check_output_dir(directory or default_results_dir())
+    r = trained(scale, tokens, seed, directory, engine=Engine(threads), **overrides)
+    path = checkpoint_path(scale, tokens, seed, directory, **overrides)
+    here = os.path.exists(path)
+    if not here:  # nothing trained: the committed checkpoint is finished
+        path = checkpoint_path(scale, tokens, seed, **overrides)
+    return dict(checkpoint=os.path.relpath(path, directory) if here else path, trained=here, step=int(r.step),
+                finished=bool(r.finished), val_ratio=float(r.history["val_ratio"][-1]))
+
+
+def train_job_holds(directory, result):
+    """Whether a stored :func:`train_job` result still holds: its checkpoint is there, at the same step."""
+    try:
+        return load_result(os.path.join(directory, result["checkpoint"])).step == result["step"]
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return False
+
+
+def train_jobs(scale, seeds, tokens=("d+k",), settings=({},)):
+    """The :class:`~kmt_ref.programs.jobs.Job` of each (seed, setting, token layout), in that nesting."""
+    return [Job("train", f"{run_name(scale, **o)}-{'dk' if t == 'd+k' else 'd'}-seed{s}",
+                dict(scale=scale, tokens=t, seed=int(s), overrides=dict(o)))
+            for s in seeds for o in settings for t in tokens]
+
 
 def default_results_dir():
     """Where learning commands write by default: ``<output dir>/learning``."""
@@ -269,7 +318,8 @@ def training_curves(scale="figures", results_dir=None, train_missing=True, progr
             for tokens in ("d+k", "d"):
                 key = (tokens, tuple(sorted(overrides.items())))
                 if key not in done:
-                    models = _models(scale, tokens, results_dir, train_missing, progress, seeds, engine, **overrides)
+                    models = _models(scale, tokens, results_dir, train_missing, progress, seeds, engine,
+                                     **_own(scale, overrides))
                     done[key] = dict(
                         tokens=tokens, **overrides, **_status(models),
                         val_step=np.asarray(models[0].history["val_step"]).tolist(),

@@ -38,10 +38,13 @@ from .._validation import check_int, check_k, check_positive, check_rng
 from ..classical import lloyd
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import DATA_DIR
+from ._cli import integer_at_least
 from ._results import COMMITTED_DIR, check_output_dir, output_dir
+from .jobs import Job, cluster, run_jobs
 
-__all__ = ["PAPER_GRID", "HEATMAPS", "authors_task", "cell_losses", "run_paper_sweep", "load_authors",
-           "load_paper_sweep", "summarize", "compare", "coverage", "heatmap_grids", "heatmaps", "reproduce"]
+__all__ = ["PAPER_GRID", "HEATMAPS", "authors_task", "cell_losses", "cell_job", "cell_jobs", "run_paper_sweep",
+           "load_authors", "load_paper_sweep", "summarize", "compare", "coverage", "heatmap_grids", "heatmaps",
+           "reproduce"]
 
 #: The authors' grid.
 PAPER_GRID = dict(
@@ -108,38 +111,58 @@ def cell_losses(X, init, gammas, n_layers=10):
             for gamma in gammas]
 
 
-def _cells(grid, subsample_rng):
-    """The (k, d, n, scale) cells to run: all up to SUBSAMPLE_ABOVE points, a random subset above."""
-    small = [(k, d, n, s) for k, d, n, s in product(grid["ks"], grid["ds"], grid["ns"], grid["scales"])
-             if n <= SUBSAMPLE_ABOVE]
+def _cells(grid, subsample_rng, full=False):
+    """The (k, d, n, scale) cells to run: all up to SUBSAMPLE_ABOVE points and a random subset above, or
+    with ``full`` every cell (the subset is drawn either way, so the draws do not depend on ``full``)."""
+    every = list(product(grid["ks"], grid["ds"], grid["ns"], grid["scales"]))
+    small = [cell for cell in every if cell[2] <= SUBSAMPLE_ABOVE]
     large = []
     for n in (n for n in grid["ns"] if n > SUBSAMPLE_ABOVE):
-        every = [(k, d, n, s) for k, d, s in product(grid["ks"], grid["ds"], grid["scales"])]
-        pick = subsample_rng.choice(len(every), size=min(SUBSAMPLE_CELLS.get(n, 0), len(every)), replace=False)
-        large += [every[i] for i in sorted(pick)]
+        at_n = [(k, d, n, s) for k, d, s in product(grid["ks"], grid["ds"], grid["scales"])]
+        pick = subsample_rng.choice(len(at_n), size=min(SUBSAMPLE_CELLS.get(n, 0), len(at_n)), replace=False)
+        large += [at_n[i] for i in sorted(pick)]
+    if full:
+        # The cheap cells first, then the subsample, then the rest: a sweep stopped early has the committed cells.
+        chosen = set(large)
+        return small + large + [cell for cell in every if cell[2] > SUBSAMPLE_ABOVE and cell not in chosen]
     return small + large
 
 
-def run_paper_sweep(seed=0, grid=None, progress=False):
-    """Run the sweep; a JSON-ready dict with ``grid``, ``cells`` and, per cell, the losses.
+def cell_job(directory, seed, k, d, n, scale, gammas):
+    """One cell as a job (:mod:`kmt_ref.programs.jobs`): ``{"losses": [...]}``, ``None`` where NaN.
 
-    Each cell draws its task from its own generator,
-    ``default_rng([seed, k, d, n, scale])``, so any subset of cells (or
-    another grid) gives the same numbers for the cells it shares; the subset
-    of large cells is drawn from ``default_rng([seed])``.
+    Its task is drawn from its own generator, ``default_rng([seed, k, d, n, scale])``, so a cell's numbers
+    do not depend on which other cells run, nor where. ``directory`` is unused: a cell writes nothing else.
     """
+    X, init = authors_task(np.random.default_rng([seed, k, d, n, int(scale)]), n, d, k, scale)
+    return {"losses": [None if np.isnan(v) else v for v in cell_losses(X, init, gammas)]}
+
+
+def cell_jobs(seed=0, grid=None, full=False):
+    """The sweep's cells as :class:`~kmt_ref.programs.jobs.Job` values, in the order :func:`run_paper_sweep`
+    runs them."""
     grid = dict(PAPER_GRID if grid is None else grid)
     seed = check_int(seed, "seed", low=0)
-    cells = _cells(grid, np.random.default_rng([seed]))
-    rows, start = [], time.perf_counter()
-    for i, (k, d, n, scale) in enumerate(cells):
-        X, init = authors_task(np.random.default_rng([seed, k, d, n, int(scale)]), n, d, k, scale)
-        losses = cell_losses(X, init, grid["gammas"])
-        rows.append([k, d, n, scale] + [None if np.isnan(v) else v for v in losses])
-        if progress and (i + 1) % 250 == 0:
-            print(f"  {i + 1}/{len(cells)} cells, {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    return dict(grid=grid, seed=seed, subsample_above=SUBSAMPLE_ABOVE,
-                subsample_cells={str(n): c for n, c in SUBSAMPLE_CELLS.items()},
+    gammas = [float(g) for g in grid["gammas"]]
+    return [Job("paper-sweep-cell", f"seed{seed}-k{k}-d{d}-n{n}-scale{scale:g}",
+                dict(seed=seed, k=int(k), d=int(d), n=int(n), scale=scale, gammas=gammas))
+            for k, d, n, scale in _cells(grid, np.random.default_rng([seed]), full)]
+
+
+def run_paper_sweep(seed=0, grid=None, progress=False, full=False, directory=None, client=None):
+    """Run the sweep; a JSON-ready dict with ``grid``, ``cells`` and, per cell, the losses.
+
+    Each cell is a job (:func:`cell_job`): with ``directory``, its result is
+    kept in a file there and a rerun skips it; ``client`` runs the cells on a
+    Dask cluster (:func:`kmt_ref.programs.jobs.cluster`). The subset of large
+    cells is drawn from ``default_rng([seed])``; ``full``: every cell of the grid.
+    """
+    grid, seed = dict(PAPER_GRID if grid is None else grid), check_int(seed, "seed", low=0)
+    jobs, start = cell_jobs(seed, grid, full), time.perf_counter()
+    results = run_jobs(jobs, directory, client, progress)
+    rows = [[job.inputs[a] for a in _AXES] + result["losses"] for job, result in zip(jobs, results, strict=True)]
+    return dict(grid=grid, seed=seed, full=bool(full),
+                subsample_above=SUBSAMPLE_ABOVE, subsample_cells={str(n): c for n, c in SUBSAMPLE_CELLS.items()},
                 columns=list(_AXES) + [f"loss_gamma_{g:g}" for g in grid["gammas"]], rows=rows,
                 seconds=round(time.perf_counter() - start, 1))
 
@@ -238,14 +261,25 @@ def load_paper_sweep(path=COMMITTED_PATH):
 
 
 def reproduce(argv=()):
-    """``python -m kmt_ref reproduce paper-sweep [--report] [--json] [--out PATH]``."""
+    """``python -m kmt_ref reproduce paper-sweep [--report] [--json] [--out PATH] [--full] [--workers N |
+    --scheduler ADDRESS]``."""
     parser = argparse.ArgumentParser(prog="python -m kmt_ref reproduce paper-sweep",
                                      description="the authors' parameter sweep (their grid and metric)")
     parser.add_argument("--report", action="store_true",
                         help="compare the committed run with the authors' results; run nothing")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--out", default=None,
-                        help="JSON output (default ./kmt_ref_results/sweep/paper_sweep.json)")
+                        help="JSON output (default ./kmt_ref_results/sweep/paper_sweep.json); each cell's result "
+                        "is kept beside it, in jobs/paper-sweep-cell/, and a rerun skips the cells found there")
+    parser.add_argument("--full", action="store_true",
+                        help="every cell of the grid (about 33 core-hours, most of them the largest n), "
+                        "not only the committed run's cells (about an hour)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=integer_at_least(1), default=None,
+                       help="run the cells on a local Dask cluster of this many processes (needs kmt-ref[dask])")
+    where.add_argument("--scheduler", default=None,
+                       help="run the cells on the Dask cluster of this scheduler, e.g. tcp://host:8786; its "
+                       "workers must see the output folder")
     args = parser.parse_args(list(argv))
     if args.report:
         result = load_paper_sweep(args.out or COMMITTED_PATH)
@@ -254,9 +288,13 @@ def reproduce(argv=()):
             out = check_output_dir(args.out or os.path.join(output_dir(), "sweep", "paper_sweep.json"), "--out")
         except ValueError as err:
             parser.error(str(err))
-        print(f"paper sweep: {len(_cells(PAPER_GRID, np.random.default_rng(0)))} cells (about an hour on one "
-              f"core) -> {out}", file=sys.stderr)
-        result = run_paper_sweep(progress=True)
+        n_cells = len(_cells(PAPER_GRID, np.random.default_rng(0), args.full))
+        print(f"paper sweep: {n_cells} cells -> {out}", file=sys.stderr)
+        try:
+            with cluster(args.scheduler, args.workers) as client:
+                result = run_paper_sweep(progress=True, full=args.full, directory=os.path.dirname(out), client=client)
+        except ValueError as err:
+            parser.error(str(err))
         out = check_output_dir(out, "--out")  # checked again: a folder may have become a link meanwhile
         os.makedirs(os.path.dirname(out), exist_ok=True)
         with open(out, "w") as f:

@@ -1,0 +1,146 @@
+"""Jobs: one result file per job, skipped when it holds the job, and the same results in-process and on Dask."""
+
+import json
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from kmt_ref.__main__ import main as kmt_main
+from kmt_ref.learning.checkpoint import load_checkpoint
+from kmt_ref.learning.train import load_result
+from kmt_ref.programs import experiments, jobs
+from kmt_ref.programs import paper_sweep as ps
+
+distributed = pytest.importorskip("distributed")
+
+#: A small grid of the authors' sweep: two n, two k, two d, two scales (16 cells, seconds).
+GRID = dict(ps.PAPER_GRID, ns=[100, 278], ks=[5, 10], ds=[1, 3], scales=[1, 7])
+#: Two tiny trainings (one per token layout).
+TINY = dict(n=24, d=2, k=3, n_steps=60)
+
+
+def _cell():
+    return ps.cell_jobs(0, dict(GRID, ns=[100], ks=[5], ds=[1], scales=[1]))[0]
+
+
+def test_a_job_writes_one_file_named_by_its_inputs_and_a_rerun_reads_it(tmp_path, monkeypatch):
+    job = _cell()
+    result = jobs.run_job(job, str(tmp_path))
+    path = tmp_path / "jobs" / "paper-sweep-cell" / "seed0-k5-d1-n100-scale1.json"
+    assert json.loads(path.read_text()) == {"job": {"kind": job.kind, "inputs": job.inputs}, "result": result}
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+    monkeypatch.setattr(ps, "cell_losses", lambda *a: pytest.fail("a finished job was computed again"))
+    assert jobs.run_job(job, str(tmp_path)) == result
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"job": {"kind": "paper-sweep-cell", "inputs": {}}, "result": 1}',
+                                     ""])
+def test_a_file_that_does_not_hold_the_job_is_recomputed(tmp_path, content):
+    job = _cell()
+    path = job.path(str(tmp_path))
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w") as f:
+        f.write(content)  # cut short, another job's inputs, empty
+    assert jobs.run_job(job, str(tmp_path)) == jobs.run_job(job)
+    assert json.loads(open(path).read())["job"]["inputs"] == job.inputs
+
+
+def test_bad_jobs_are_refused():
+    with pytest.raises(ValueError, match="job kind"):
+        jobs.run_job(jobs.Job("nope", "x", {}))
+    with pytest.raises(ValueError, match="jobs must be Job values"):
+        jobs.run_jobs([("paper-sweep-cell", {})])
+    with pytest.raises(ValueError, match="scheduler or workers, not both"), jobs.cluster("tcp://x:1", 2):
+        pass
+
+
+def test_the_sweep_gives_the_same_rows_without_files_with_files_and_on_a_local_dask_cluster(tmp_path):
+    plain = ps.run_paper_sweep(grid=GRID)
+    kept = ps.run_paper_sweep(grid=GRID, directory=str(tmp_path))
+    with jobs.cluster(workers=2) as client:
+        dask = ps.run_paper_sweep(grid=GRID, directory=str(tmp_path / "dask"), client=client)
+    assert plain["rows"] == kept["rows"] == dask["rows"] and len(plain["rows"]) == 16
+    assert len(list((tmp_path / "dask" / "jobs" / "paper-sweep-cell").iterdir())) == 16
+    # The committed run's numbers for the cells it shares (the cells' draws do not depend on the grid).
+    committed = {tuple(r[:4]): r[4:] for r in ps.load_paper_sweep()["rows"]}
+    for row in plain["rows"]:
+        np.testing.assert_allclose(np.array(row[4:], dtype=float), np.array(committed[tuple(row[:4])], dtype=float),
+                                   rtol=1e-9, atol=1e-12)
+
+
+def test_a_stopped_sweep_resumes_with_the_cells_it_lacks(tmp_path, monkeypatch):
+    full = ps.run_paper_sweep(grid=GRID, directory=str(tmp_path))
+    cells = sorted((tmp_path / "jobs" / "paper-sweep-cell").iterdir())
+    for path in cells[::2]:
+        path.unlink()  # as if stopped with half the cells done
+    computed = []
+    real = ps.cell_losses
+    monkeypatch.setattr(ps, "cell_losses", lambda *a: computed.append(1) or real(*a))
+    assert ps.run_paper_sweep(grid=GRID, directory=str(tmp_path))["rows"] == full["rows"]
+    assert len(computed) == len(cells[::2])
+
+
+def test_full_puts_the_committed_cells_first_and_adds_every_other_cell():
+    grid = dict(GRID, ns=[100, 16681, 46415], ks=[5], ds=[1, 2])
+    some, every = ps._cells(grid, np.random.default_rng(0)), ps._cells(grid, np.random.default_rng(0), full=True)
+    assert every[:len(some)] == some and sorted(every) == sorted(set(every)) and len(every) == 3 * 2 * 2
+
+
+def _trainings():
+    return experiments.train_jobs("quick", [5], ("d+k", "d"), [TINY])
+
+
+def test_two_trainings_on_a_local_dask_cluster_equal_the_in_process_ones(tmp_path):
+    here = jobs.run_jobs(_trainings(), str(tmp_path / "here"))
+    with jobs.cluster(workers=2) as client:
+        there = jobs.run_jobs(_trainings(), str(tmp_path / "there"), client)
+    assert here == there and all(r["finished"] and r["trained"] for r in here)
+    for r in here:
+        a, b = (load_result(str(tmp_path / where / r["checkpoint"])) for where in ("here", "there"))
+        assert np.array_equal(a.theta, b.theta)
+
+
+def test_a_stored_training_holds_only_while_its_checkpoint_does(tmp_path):
+    job = _trainings()[0]
+    first = jobs.run_job(job, str(tmp_path))
+    checkpoint = tmp_path / first["checkpoint"]
+    checkpoint.unlink()
+    assert jobs.run_job(job, str(tmp_path)) == first and checkpoint.exists()  # trained again
+    checkpoint.write_bytes(b"cut short")
+    with pytest.raises(ValueError, match="not a readable training checkpoint"):  # never silently restarted
+        jobs.run_job(job, str(tmp_path))
+
+
+def test_a_worker_killed_mid_training_loses_nothing(tmp_path):
+    job = experiments.train_jobs("quick", [6], ("d+k",), [dict(TINY, n_steps=3000)])[0]
+    reference = jobs.run_job(job, str(tmp_path / "here"))
+    checkpoint = str(tmp_path / "there" / reference["checkpoint"])
+    with jobs.cluster(workers=1) as client:
+        future = client.submit(jobs.run_job, job, str(tmp_path / "there"))
+        deadline = time.monotonic() + 300
+        while not (os.path.exists(checkpoint) and load_checkpoint(checkpoint)[1]["step"] >= 100):
+            assert time.monotonic() < deadline and not future.done(), "the job never checkpointed"
+            time.sleep(0.05)
+        (pid,) = client.run(os.getpid).values()
+        os.kill(pid, signal.SIGKILL)
+        killed_at = load_checkpoint(checkpoint)[1]["step"]
+        result = future.result(timeout=600)  # Dask gave the job to the restarted worker
+    assert 100 <= killed_at < 3000
+    assert result == reference
+    here, there = (load_result(str(tmp_path / where / reference["checkpoint"])) for where in ("here", "there"))
+    assert np.array_equal(here.theta, there.theta)
+    for key in here.history:
+        assert np.array_equal(here.history[key], there.history[key]), key
+
+
+def test_train_runs_its_jobs_on_a_scheduler_given_by_address(tmp_path, capsys):
+    argv = ["train", "--quick", "--seeds", "5", "--tokens", "d+k,d", "--n", "24", "--d", "2", "--k", "3",
+            "--steps", "60", "--results-dir", str(tmp_path)]
+    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as local:
+        assert kmt_main(argv + ["--scheduler", local.scheduler_address]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    expected = jobs.run_jobs(_trainings(), str(tmp_path))  # read back from the job files
+    assert [dict(r, checkpoint=os.path.join(str(tmp_path), r["checkpoint"])) for r in expected] == lines
