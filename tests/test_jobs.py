@@ -30,7 +30,9 @@ def test_a_job_writes_one_file_named_by_its_inputs_and_a_rerun_reads_it(tmp_path
     job = _cell()
     result = jobs.run_job(job, str(tmp_path))
     path = tmp_path / "jobs" / "paper-sweep-cell" / "seed0-k5-d1-n100-scale1.json"
-    assert json.loads(path.read_text()) == {"job": {"kind": job.kind, "inputs": job.inputs}, "result": result}
+    stored = json.loads(path.read_text())
+    assert stored == {"job": {"kind": job.kind, "inputs": job.inputs}, "result": result,
+                      "seconds": jobs.job_seconds(job, str(tmp_path))} and stored["seconds"] > 0
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
     monkeypatch.setattr(ps, "cell_losses", lambda *a: pytest.fail("a finished job was computed again"))
     assert jobs.run_job(job, str(tmp_path)) == result
@@ -64,6 +66,8 @@ def test_the_sweep_gives_the_same_rows_without_files_with_files_and_on_a_local_d
         dask = ps.run_paper_sweep(grid=GRID, directory=str(tmp_path / "dask"), client=client)
     assert plain["rows"] == kept["rows"] == dask["rows"] and len(plain["rows"]) == 16
     assert len(list((tmp_path / "dask" / "jobs" / "paper-sweep-cell").iterdir())) == 16
+    assert plain["cell_seconds"] == {} and sorted(kept["cell_seconds"]) == ["100", "278"]
+    assert all(t > 0 for t in kept["cell_seconds"].values())
     # The committed run's numbers for the cells it shares (the cells' draws do not depend on the grid).
     committed = {tuple(r[:4]): r[4:] for r in ps.load_paper_sweep()["rows"]}
     for row in plain["rows"]:

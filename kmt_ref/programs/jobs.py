@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from .._validation import check_int
 
-__all__ = ["Job", "JOB_KINDS", "run_job", "run_jobs", "cluster"]
+__all__ = ["Job", "JOB_KINDS", "run_job", "run_jobs", "job_seconds", "cluster"]
 
 #: The kinds of job: ``{kind: ("module:function", "module:check" or None)}``. The function is called as
 #: ``function(directory, **inputs)`` on whichever process runs the job (a name, not the function, so a job
@@ -94,13 +94,25 @@ def run_job(job, directory=None, options=None):
     stored = _finished(job, directory)
     if stored is not None:
         return stored
+    start = time.perf_counter()
     result = _function(job.kind)(directory, **job.inputs, **(options or {}))
+    seconds = time.perf_counter() - start  # of this run only (a resumed training: since it resumed)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        json.dump({"job": job.record(), "result": result}, f)
+        json.dump({"job": job.record(), "result": result, "seconds": round(seconds, 3)}, f)
     os.replace(tmp, path)  # atomic: a reader sees the whole file or none
     return result
+
+
+def job_seconds(job, directory):
+    """The wall-clock seconds the run that wrote ``job``'s result file took, or None (no such file, or one
+    written without them)."""
+    try:
+        with open(job.path(directory)) as f:
+            return json.load(f).get("seconds")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 @contextmanager

@@ -40,7 +40,7 @@ from ..lloyd_transformer import lloyd_transformer
 from ..tasks import DATA_DIR
 from ._cli import integer_at_least
 from ._results import COMMITTED_DIR, check_output_dir, output_dir
-from .jobs import Job, cluster, run_jobs
+from .jobs import Job, cluster, job_seconds, run_jobs
 
 __all__ = ["PAPER_GRID", "HEATMAPS", "authors_task", "cell_losses", "cell_job", "cell_jobs", "run_paper_sweep",
            "load_authors", "load_paper_sweep", "summarize", "compare", "coverage", "heatmap_grids", "heatmaps",
@@ -156,12 +156,18 @@ def run_paper_sweep(seed=0, grid=None, progress=False, full=False, directory=Non
     kept in a file there and a rerun skips it; ``client`` runs the cells on a
     Dask cluster (:func:`kmt_ref.programs.jobs.cluster`). The subset of large
     cells is drawn from ``default_rng([seed])``; ``full``: every cell of the grid.
+    With ``directory``, ``cell_seconds`` sums, per ``n``, the seconds each cell
+    took when it was computed (one core each): the sweep's measured cost.
     """
     grid, seed = dict(PAPER_GRID if grid is None else grid), check_int(seed, "seed", low=0)
     jobs, start = cell_jobs(seed, grid, full), time.perf_counter()
     results = run_jobs(jobs, directory, client, progress)
     rows = [[job.inputs[a] for a in _AXES] + result["losses"] for job, result in zip(jobs, results, strict=True)]
-    return dict(grid=grid, seed=seed, full=bool(full),
+    timed = {}
+    if directory is not None:
+        for job in jobs:
+            timed[str(job.inputs["n"])] = timed.get(str(job.inputs["n"]), 0.0) + (job_seconds(job, directory) or 0.0)
+    return dict(grid=grid, seed=seed, full=bool(full), cell_seconds={n: round(t, 1) for n, t in timed.items()},
                 subsample_above=SUBSAMPLE_ABOVE, subsample_cells={str(n): c for n, c in SUBSAMPLE_CELLS.items()},
                 columns=list(_AXES) + [f"loss_gamma_{g:g}" for g in grid["gammas"]], rows=rows,
                 seconds=round(time.perf_counter() - start, 1))
