@@ -3,21 +3,21 @@
 The closed form is leaky soft k-means (:mod:`kmt_ref.variants.leaky`): the
 responsibilities at stiffness ``beta``, and each center the softmax over all
 the points of ``sharpness`` times its responsibilities. Its two scalars are fitted
-the way the layer's weights were trained: Adam on the mean smoothed
-objective (:func:`~kmt_ref.learning.loss.smoothed_objective`) of fresh
-batches of tasks, taken after ``n_unroll`` steps (the layer: one).
+on the loss the layer was trained on, the mean smoothed objective
+(:func:`~kmt_ref.learning.loss.smoothed_objective`) of tasks of its
+training distribution, taken after ``n_unroll`` steps (the layer: one).
 Parameters are ``log beta`` and ``log sharpness``, so both stay positive.
 """
 
 import autograd
 import autograd.numpy as anp
 import numpy as np
+import scipy.optimize
 
 from .._validation import check_instance, check_int, check_positive, check_rng
 from ..tasks import draw_tasks
 from ..variants.leaky import leaky_step
 from .loss import smoothed_objective
-from .optim import AdamState, adam_step
 from .train import TrainConfig
 
 __all__ = ["unrolled_loss", "fit_leaky"]
@@ -48,45 +48,55 @@ def unrolled_loss(log_params, X, init, n_unroll, tau):
 _value_and_grad = autograd.value_and_grad(unrolled_loss)
 
 
-def fit_leaky(rng, config, n_unroll, n_fit=200, batch=32, lr=0.05, start=(4.0, 6.0)):
-    """Fit ``(beta, sharpness)`` on fresh batches of the training distribution of ``config``.
+def fit_leaky(rng, config, n_unroll, n_tasks=256, start=(4.0, 6.0)):
+    """Fit ``(beta, sharpness)`` to the mean loss of ``n_tasks`` tasks drawn once from the training distribution.
+
+    The minimizer of that mean over ``log beta`` and ``log sharpness``, by
+    L-BFGS (:func:`scipy.optimize.minimize`) with autograd's gradient, from
+    ``start``. A fixed sample rather than Adam on fresh batches: Adam's end
+    point wanders with its batches, and through 20 steps it moved by 14% when
+    the last bits of the arithmetic changed; the minimizer of a fixed sample's
+    mean moved by about 1e-4 under the same change (the paper setting).
 
     Parameters
     ----------
     rng : numpy.random.Generator
-        Draws every batch.
+        Draws the tasks.
     config : TrainConfig
         The task distribution (``n``, ``d``, ``k``, family, ...) and the loss temperature ``tau``.
     n_unroll : int
         Leaky steps before the loss is taken.
-    n_fit : int
-        Adam steps.
-    batch : int
-        Tasks per step.
-    lr : float
-        Adam's rate on the log-parameters.
+    n_tasks : int
+        Tasks in the sample.
     start : (float, float)
         Initial ``(beta, sharpness)``.
 
     Returns
     -------
     dict
-        ``beta``, ``sharpness`` (floats) and ``loss`` (the loss of every step, a list).
+        ``beta``, ``sharpness`` (floats), ``loss`` (the sample's mean loss there) and ``n_iter`` (L-BFGS
+        iterations).
     """
     check_rng(rng)
     check_instance(config, "config", TrainConfig)
     if np.ndim(start) != 1 or len(start) != 2:
         raise ValueError(f"start must be a pair (beta, sharpness); got start={start!r}")
     n_unroll = check_int(n_unroll, "n_unroll", low=1)
-    n_fit = check_int(n_fit, "n_fit", low=1)
-    batch = check_int(batch, "batch", low=1)
-    lr = check_positive(lr, "lr")
-    p = np.log([check_positive(start[0], "start[0]"), check_positive(start[1], "start[1]")])
-    state, losses = AdamState.zeros(2), []
-    kw = config.task_kwargs()
-    for _ in range(n_fit):
-        X, init = draw_tasks(rng, batch, init="first", **kw)
-        value, grad = _value_and_grad(p, X, init, n_unroll, config.tau)
-        p, state = adam_step(p, grad, state, lr)
-        losses.append(float(value))
-    return dict(beta=float(np.exp(p[0])), sharpness=float(np.exp(p[1])), loss=losses)
+    n_tasks = check_int(n_tasks, "n_tasks", low=1)
+    start = np.log([check_positive(start[0], "start[0]"), check_positive(start[1], "start[1]")])
+    X, init = draw_tasks(rng, n_tasks, init="first", **config.task_kwargs())
+    return _minimize(X, init, n_unroll, config.tau, start)
+
+
+def _minimize(X, init, n_unroll, tau, log_start):
+    """The fit of :func:`fit_leaky` on the sample ``(X, init)`` (trusted: inputs already checked)."""
+    def value_and_grad(p):
+        value, grad = _value_and_grad(p, X, init, n_unroll, tau)
+        return float(value), np.asarray(grad, dtype=float)
+
+    fit = scipy.optimize.minimize(value_and_grad, log_start, jac=True, method="L-BFGS-B",
+                                  options=dict(gtol=1e-8, ftol=1e-14, maxiter=200))
+    if not np.all(np.isfinite(fit.x)) or not np.isfinite(fit.fun):
+        raise ValueError(f"the fit through n_unroll={n_unroll} steps diverged ({fit.message})")
+    return dict(beta=float(np.exp(fit.x[0])), sharpness=float(np.exp(fit.x[1])), loss=float(fit.fun),
+                n_iter=int(fit.nit))

@@ -267,9 +267,10 @@ def dissection(scale="quick", results_dir=None, train_missing=True, progress=Tru
 
 #: The stiffnesses among which soft k-means's best single one is chosen (on training tasks).
 SOFT_BETAS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
-#: How the closed form's scalars are fitted, per scale: Adam steps, tasks per step, and the seed of the
-#: fitting stream (its own: no run's training, validation or evaluation tasks).
-FIT = {"quick": dict(n_fit=30, batch=8, seed=20_261), "paper": dict(n_fit=200, batch=32, seed=20_261)}
+#: How the closed form's scalars are fitted, per scale: the tasks of the fitting sample (they also choose soft
+#: k-means's stiffness) and the seed of the fitting stream (its own: no run's training, validation or
+#: evaluation tasks).
+FIT = {"quick": dict(n_tasks=32, seed=20_261), "paper": dict(n_tasks=256, seed=20_261)}
 
 
 def _leaky_curve(X, init, n_steps, beta, sharpness):
@@ -472,8 +473,8 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
     for unroll in (1, n_steps):
         if progress:
             print(f"  fitting leaky soft k-means through {unroll} step(s)", file=sys.stderr, flush=True)
-        fits[unroll] = fit_leaky(rng, config, unroll, n_fit=fit["n_fit"], batch=fit["batch"])
-    X, init = sample_tasks(rng, fit["batch"], init="first", **config.task_kwargs())
+        fits[unroll] = fit_leaky(rng, config, unroll, n_tasks=fit["n_tasks"])
+    X, init = sample_tasks(rng, fit["n_tasks"], init="first", **config.task_kwargs())
     soft_beta = min(SOFT_BETAS, key=lambda b: _soft_final(X, init, n_steps, b))
     per_seed = []
     for r in models:
@@ -499,6 +500,5 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
     recovered = {name: [(p["final"]["Lloyd"] - p["final"][name]) / g for p, g in zip(per_seed, gain, strict=True)]
                  for name in per_seed[0]["final"] if name not in ("Lloyd", "learned")}
     return dict(**_status(models), n_tasks=n_tasks, n_eval_steps=n_steps, soft_beta=soft_beta,
-                fits={str(u): dict(beta=f["beta"], sharpness=f["sharpness"], final_loss=f["loss"][-1], **fit)
-                      for u, f in fits.items()},
+                fits={str(u): dict(f, **fit) for u, f in fits.items()},
                 recovered=recovered, per_seed=per_seed, shifted=shifted, made=made, real_data=real)

@@ -48,11 +48,10 @@ import numpy as np
 
 from .._validation import check_positive, check_problem
 from ..attention import softmax
-from ..geometry import squared_distances
 from ..layer import KMeansTransformer
 from ..trajectory import iterate
 from .registry import Variant, register_variant
-from .soft import soft_kmeans_transformer, soft_rounding_tol
+from .soft import responsibilities, soft_kmeans_transformer, soft_rounding_tol
 
 __all__ = ["leaky_step", "leaky_kmeans", "leaky_kmeans_transformer"]
 
@@ -75,9 +74,7 @@ def leaky_step(X, C, beta, sharpness):
     R : ndarray, shape (..., n, k)
         The responsibilities against ``C``.
     """
-    # Raw squared distances (not measured from the first center as soft k-means's): the committed fit
-    # through 20 steps moves by 14% when its last bits change, so this stays until it is refitted.
-    R = softmax(-beta * squared_distances(X, C))
+    R = responsibilities(X, C, beta)
     W = softmax(sharpness * anp.swapaxes(R, -1, -2))  # (..., k, n): each center over every point
     return anp.matmul(W, X), R
 
@@ -104,12 +101,6 @@ def leaky_kmeans(X, init, n_iter, beta, sharpness):
         ``centers`` (n_iter + 1, k, d); ``labels`` (n_iter, n), the arg-max
         of each responsibility row; ``assignments`` (n_iter, n, k), the
         responsibilities against ``centers[t]``.
-
-    Notes
-    -----
-    Distances are squared distances from the origin's coordinates, not measured from the first
-    center as in :func:`~kmt_ref.variants.soft.soft_kmeans`: a million units from the origin the
-    centers are about 1e-4 from those of the translated data (known; see :func:`leaky_step`).
     """
     X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
     beta = check_positive(beta, "beta")
