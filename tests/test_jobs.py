@@ -148,3 +148,14 @@ def test_train_runs_its_jobs_on_a_scheduler_given_by_address(tmp_path, capsys):
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     expected = jobs.run_jobs(_trainings(), str(tmp_path))  # read back from the job files
     assert [dict(r, checkpoint=os.path.join(str(tmp_path), r["checkpoint"])) for r in expected] == lines
+
+
+def test_the_readme_counts_the_jobs_the_commands_make():
+    text = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    seeds, tokens = range(10), ("d+k", "d")
+    paper = experiments.train_jobs("paper", seeds, tokens)
+    figures = experiments.train_jobs("paper", seeds, tokens, [o for o in experiments.figure_runs("paper") if o])
+    cells = ps.cell_jobs(full=True)
+    assert (len(paper), len(figures), len(cells)) == (20, 240, 10_000)
+    assert "the 20 models above" in text and "the 240 models of Figures 9 and 10" in text
+    assert "the sweep's 10,000 cells" in text
