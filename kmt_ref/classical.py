@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse
 
 from ._validation import check_choice, check_data, check_k, check_problem, check_rng
-from .geometry import kmeans_objective, nearest_center
+from .geometry import kmeans_objective, nearest_center, point_frame
 from .trajectory import Trajectory, iterate
 
 __all__ = ["kmeans_objective", "kmeans_plusplus", "lloyd", "EMPTY_CLUSTER_POLICIES"]
@@ -119,9 +119,10 @@ def _lloyd(X, C, n_iter, empty_cluster, rng=None):
     k = C.shape[1]
     points = X.reshape(B * n, d)
     offsets = (np.arange(B) * k)[:, None]  # cluster j of task b is cluster b * k + j of the batch
+    frame = point_frame(X, C[:, :1])  # the points shifted once, not at every iteration
 
     def step(C, t):
-        lab = nearest_center(X, C)
+        lab = nearest_center(X, C, frame)
         cluster = (lab + offsets).ravel()
         counts = np.bincount(cluster, minlength=B * k).reshape(B, k)
         # (B k, B n) sparse membership matrix times the points: each cluster's sum, its

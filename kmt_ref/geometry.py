@@ -6,19 +6,24 @@ algorithm are computed from identical numbers.
 """
 
 from fractions import Fraction
+from typing import NamedTuple
 
 import autograd.numpy as anp
 import numpy as np
 
 from ._validation import check_batch, check_centers, check_data, is_batch
 
-__all__ = ["squared_distances", "center_distances", "nearest_center", "exact_nearest", "score_rounding_bound",
+__all__ = ["squared_distances", "center_distances", "nearest_center", "point_frame", "PointFrame", "exact_nearest",
+           "score_rounding_bound",
            "assigned_squared_distances",
-           "kmeans_objective", "iterate_objectives", "CHUNK_ELEMENTS"]
+           "kmeans_objective", "iterate_objectives", "CHUNK_ELEMENTS", "ASSIGN_ELEMENTS"]
 
 #: Largest number of (query, key) pairs held in memory at once by the chunked
 #: routines (about 32 MB of float64).
 CHUNK_ELEMENTS = 2**22
+#: (point, center) scores per chunk of :func:`nearest_center`: 512 KB of float64, within a core's
+#: cache, where the scores' three passes (product, arg-min, runner-up) run about twice as fast as from memory.
+ASSIGN_ELEMENTS = 2**16
 
 
 def squared_distances(A, B):
@@ -64,9 +69,13 @@ def score_rounding_bound(points, centers):
     most ``(d + 2) eps (|c|^2 + 2 |x| |c|)``; the bound is twice the largest
     over the centers, with a factor 2 to spare.
     """
-    d = points.shape[-1]
     c = np.sqrt(np.max(np.einsum("...ij,...ij->...i", centers, centers), axis=-1))[..., None]  # (..., 1)
     x = np.sqrt(np.einsum("...ij,...ij->...i", points, points))  # (..., m)
+    return _score_bound(points.shape[-1], c, x)
+
+
+def _score_bound(d, c, x):
+    """:func:`score_rounding_bound` from the largest center norm ``c`` (..., 1) and the point norms ``x`` (..., m)."""
     return 4.0 * (d + 2) * np.finfo(float).eps * (c * c + 2.0 * x * c)
 
 
@@ -96,51 +105,87 @@ def exact_nearest(x, C):
     return mask
 
 
-def nearest_center(X, C):
+def point_frame(X, origin):
+    """The points measured from ``origin``, with their norms: what :func:`nearest_center` scores.
+
+    An algorithm that labels the same points at every iteration (Lloyd's)
+    makes its frame once, from a point inside the data (its first initial
+    center), and passes it to every call: one pass over the points less per
+    iteration.
+
+    Parameters
+    ----------
+    X : ndarray, shape (..., n, d)
+    origin : ndarray, shape (..., 1, d)
+
+    Returns
+    -------
+    PointFrame
+        ``origin``; ``points`` ``X - origin`` (..., n, d); ``norms`` their row norms (..., n).
+    """
+    points = X - origin
+    return PointFrame(origin, points, np.sqrt(np.einsum("...ij,...ij->...i", points, points)))
+
+
+class PointFrame(NamedTuple):
+    """Points measured from an origin (:func:`point_frame`)."""
+
+    origin: np.ndarray
+    points: np.ndarray
+    norms: np.ndarray
+
+
+def nearest_center(X, C, frame=None):
     """Index of the nearest center of every point, as exact arithmetic decides; exact ties go to the lowest index.
 
-    The arg-min uses ``|c'|^2 - 2 x'.c'`` with ``x' = x - c_0`` and
-    ``c' = c - c_0``: it differs from ``||x - c||^2`` by ``|x'|^2``, a
+    The arg-min uses ``|c'|^2 - 2 x'.c'`` with ``x' = x - o`` and
+    ``c' = c - o`` for an origin ``o`` inside the data (the first center, or
+    the ``frame``'s): it differs from ``||x - c||^2`` by ``|x'|^2``, a
     constant per point, so it ranks the same, one pass less. Measuring from
-    the first center keeps the expansion's rounding at the scale of the
+    a point of the data keeps the expansion's rounding at the scale of the
     data's spread, not of its distance from the origin (at ``|x| = 1e6`` the
     plain expansion loses everything below about 2e-4). Where a point's two
     best scores are closer than their rounding (:func:`score_rounding_bound`), the
-    decision is remade by :func:`exact_nearest`, so every label is the exact
-    one: rounding never decides.
+    decision is remade by :func:`exact_nearest` on the given coordinates, so
+    every label is the exact one: rounding never decides.
 
     Parameters
     ----------
     X : ndarray, shape (n, d) or (B, n, d)
     C : ndarray, shape (k, d) or (B, k, d)
         One set of centers per task of a batch.
+    frame : PointFrame, optional
+        ``point_frame(X, o)`` for an origin ``o`` inside the data (default: the first center).
 
     Returns
     -------
     labels : ndarray of int, shape (n,) or (B, n)
     """
-    n, k = X.shape[-2], C.shape[-2]
+    n, k, d = X.shape[-2], C.shape[-2], X.shape[-1]
     batch = X.shape[:-2]
-    given = C
-    origin = C[..., :1, :]
-    C = C - origin
-    c2 = np.einsum("...ij,...ij->...i", C, C)[..., None, :]
-    Ct = np.swapaxes(C, -1, -2)
-    rows = max(1, CHUNK_ELEMENTS // (k * max(1, int(np.prod(batch, dtype=int)))))
+    frame = point_frame(X, C[..., :1, :]) if frame is None else frame
+    Cs = C - frame.origin
+    c2 = np.einsum("...ij,...ij->...i", Cs, Cs)
+    Ct = np.swapaxes(-2.0 * Cs, -1, -2)  # times -2 before the product: exact (a power of two), one pass less
+    cmax = np.sqrt(np.max(c2, axis=-1))[..., None]  # score_rounding_bound's largest center norm, once
+    c2 = c2[..., None, :]
+    rows = max(1, ASSIGN_ELEMENTS // (k * max(1, int(np.prod(batch, dtype=int)))))
     labels = np.empty(batch + (n,), dtype=np.intp)
     for start in range(0, n, rows):
-        Xs = X[..., start : start + rows, :] - origin
-        s = np.matmul(Xs, Ct)  # (..., rows, k)
-        s *= -2.0
+        part = slice(start, start + rows)
+        s = np.matmul(frame.points[..., part, :], Ct)  # (..., rows, k)
         s += c2
-        labels[..., start : start + rows] = np.argmin(s, axis=-1)
+        best = np.argmin(s, axis=-1)
+        labels[..., part] = best
         if k > 1:
-            two = np.partition(s, 1, axis=-1)
-            close = two[..., 1] - two[..., 0] <= score_rounding_bound(Xs, C)
+            # The runner-up: the least score once the best is masked (cheaper than np.partition).
+            lowest = np.take_along_axis(s, best[..., None], axis=-1)[..., 0]
+            np.put_along_axis(s, best[..., None], np.inf, axis=-1)
+            close = s.min(axis=-1) - lowest <= _score_bound(d, cmax, frame.norms[..., part])
             for index in zip(*np.nonzero(close), strict=True):
                 point = index[:-1] + (start + index[-1],)
-                # the given coordinates: the shift by the origin may itself have rounded
-                labels[point] = np.argmax(exact_nearest(X[point], given[index[:-1]]))
+                # the given coordinates: the shifts by the origin may themselves have rounded
+                labels[point] = np.argmax(exact_nearest(X[point], C[index[:-1]]))
     return labels
 
 
