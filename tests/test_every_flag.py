@@ -46,6 +46,8 @@ NOT_RUN = {
     ("reproduce", "paper-sweep", "--workers"): "it runs the committed cells (an hour); test_jobs.py runs a small "
                                               "grid on a local Dask cluster",
     ("reproduce", "paper-sweep", "--scheduler"): "the same; test_jobs.py runs a small grid on a cluster's scheduler",
+    ("reproduce", "paper-sweep", "--finished-only"): "it needs a sweep's cell files: test_jobs.py makes some and runs "
+                                                    "the command on them",
     ("train", "--scheduler"): "needs a running scheduler: test_jobs.py starts one and runs train --scheduler",
 }
 

@@ -87,6 +87,19 @@ def test_a_stopped_sweep_resumes_with_the_cells_it_lacks(tmp_path, monkeypatch):
     assert len(computed) == len(cells[::2])
 
 
+def test_finished_only_gathers_the_cells_a_running_sweep_has_done_and_computes_none(tmp_path, monkeypatch, capsys):
+    done = ps.run_paper_sweep(grid=GRID, directory=str(tmp_path))
+    monkeypatch.setattr(ps, "cell_losses", lambda *a: pytest.fail("a cell was computed"))
+    gathered = ps.run_paper_sweep(full=True, directory=str(tmp_path), finished_only=True)
+    assert sorted(gathered["rows"]) == sorted(done["rows"]) and gathered["grid"] == ps.PAPER_GRID
+    out = str(tmp_path / "paper_sweep.json")
+    assert kmt_main(["reproduce", "paper-sweep", "--full", "--finished-only", "--out", out]) == 0
+    assert sorted(json.load(open(out))["rows"]) == sorted(done["rows"])
+    assert "those finished only" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="finished_only needs the directory"):
+        ps.run_paper_sweep(finished_only=True)
+
+
 def test_full_puts_the_committed_cells_first_and_adds_every_other_cell():
     grid = dict(GRID, ns=[100, 16681, 46415], ks=[5], ds=[1, 2])
     some, every = ps._cells(grid, np.random.default_rng(0)), ps._cells(grid, np.random.default_rng(0), full=True)

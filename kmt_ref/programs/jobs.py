@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from .._validation import check_int
 
-__all__ = ["Job", "JOB_KINDS", "run_job", "run_jobs", "job_seconds", "cluster"]
+__all__ = ["Job", "JOB_KINDS", "run_job", "run_jobs", "finished", "job_seconds", "cluster"]
 
 #: The kinds of job: ``{kind: ("module:function", "module:check" or None)}``. The function is called as
 #: ``function(directory, **inputs)`` on whichever process runs the job (a name, not the function, so a job
@@ -67,7 +67,7 @@ def _function(kind, which=0):
     return getattr(importlib.import_module(module), name)
 
 
-def _finished(job, directory):
+def finished(job, directory):
     """The result stored for ``job`` under ``directory`` if it is this job's (same kind and inputs) and
     still holds, else None."""
     try:
@@ -91,7 +91,7 @@ def run_job(job, directory=None, options=None):
     if directory is None:
         return _function(job.kind)(None, **job.inputs, **(options or {}))
     path = job.path(directory)
-    stored = _finished(job, directory)
+    stored = finished(job, directory)
     if stored is not None:
         return stored
     start = time.perf_counter()

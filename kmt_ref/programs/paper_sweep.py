@@ -40,7 +40,7 @@ from ..lloyd_transformer import lloyd_transformer
 from ..tasks import DATA_DIR
 from ._cli import integer_at_least
 from ._results import COMMITTED_DIR, check_output_dir, output_dir
-from .jobs import Job, cluster, job_seconds, run_jobs
+from .jobs import Job, cluster, finished, job_seconds, run_jobs
 
 __all__ = ["PAPER_GRID", "HEATMAPS", "authors_task", "cell_losses", "cell_job", "cell_jobs", "run_paper_sweep",
            "load_authors", "load_paper_sweep", "summarize", "compare", "coverage", "heatmap_grids", "heatmaps",
@@ -149,7 +149,7 @@ def cell_jobs(seed=0, grid=None, full=False):
             for k, d, n, scale in _cells(grid, np.random.default_rng([seed]), full)]
 
 
-def run_paper_sweep(seed=0, grid=None, progress=False, full=False, directory=None, client=None):
+def run_paper_sweep(seed=0, grid=None, progress=False, full=False, directory=None, client=None, finished_only=False):
     """Run the sweep; a JSON-ready dict with ``grid``, ``cells`` and, per cell, the losses.
 
     Each cell is a job (:func:`cell_job`): with ``directory``, its result is
@@ -157,10 +157,16 @@ def run_paper_sweep(seed=0, grid=None, progress=False, full=False, directory=Non
     Dask cluster (:func:`kmt_ref.programs.jobs.cluster`). The subset of large
     cells is drawn from ``default_rng([seed])``; ``full``: every cell of the grid.
     With ``directory``, ``cell_seconds`` sums, per ``n``, the seconds each cell
-    took when it was computed (one core each): the sweep's measured cost.
+    took when it was computed (one core each): the sweep's measured cost;
+    ``finished_only``: only the cells whose results are there, nothing computed
+    (what a sweep still running has done).
     """
     grid, seed = dict(PAPER_GRID if grid is None else grid), check_int(seed, "seed", low=0)
     jobs, start = cell_jobs(seed, grid, full), time.perf_counter()
+    if finished_only:
+        if directory is None:
+            raise ValueError("finished_only needs the directory that holds the cells' results")
+        jobs = [job for job in jobs if finished(job, directory) is not None]
     results = run_jobs(jobs, directory, client, progress)
     rows = [[job.inputs[a] for a in _AXES] + result["losses"] for job, result in zip(jobs, results, strict=True)]
     timed = {}
@@ -278,8 +284,11 @@ def reproduce(argv=()):
                         help="JSON output (default ./kmt_ref_results/sweep/paper_sweep.json); each cell's result "
                         "is kept beside it, in jobs/paper-sweep-cell/, and a rerun skips the cells found there")
     parser.add_argument("--full", action="store_true",
-                        help="every cell of the grid (about 33 core-hours, most of them the largest n), "
-                        "not only the committed run's cells (about an hour)")
+                        help="every cell of the grid, the committed run's cells first (many core-hours, most "
+                        "of them at the largest n), not only the committed run's cells")
+    parser.add_argument("--finished-only", action="store_true",
+                        help="gather the cells whose results are already kept beside --out (e.g. by a --full run "
+                        "still in progress) and compute nothing")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--workers", type=integer_at_least(1), default=None,
                        help="run the cells on a local Dask cluster of this many processes (needs kmt-ref[dask])")
@@ -295,10 +304,12 @@ def reproduce(argv=()):
         except ValueError as err:
             parser.error(str(err))
         n_cells = len(_cells(PAPER_GRID, np.random.default_rng(0), args.full))
-        print(f"paper sweep: {n_cells} cells -> {out}", file=sys.stderr)
+        print(f"paper sweep: {n_cells} cells{', those finished only' if args.finished_only else ''} -> {out}",
+              file=sys.stderr)
         try:
             with cluster(args.scheduler, args.workers) as client:
-                result = run_paper_sweep(progress=True, full=args.full, directory=os.path.dirname(out), client=client)
+                result = run_paper_sweep(progress=True, full=args.full, directory=os.path.dirname(out), client=client,
+                                         finished_only=args.finished_only)
         except ValueError as err:
             parser.error(str(err))
         out = check_output_dir(out, "--out")  # checked again: a folder may have become a link meanwhile
