@@ -104,6 +104,8 @@ def test_full_puts_the_committed_cells_first_and_adds_every_other_cell():
     grid = dict(GRID, ns=[100, 16681, 46415], ks=[5], ds=[1, 2])
     some, every = ps._cells(grid, np.random.default_rng(0)), ps._cells(grid, np.random.default_rng(0), full=True)
     assert every[:len(some)] == some and sorted(every) == sorted(set(every)) and len(every) == 3 * 2 * 2
+    rest = [cell[2] for cell in every[len(some):]]
+    assert rest == sorted(rest)  # by increasing n
 
 
 def _trainings():

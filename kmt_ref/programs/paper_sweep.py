@@ -122,9 +122,11 @@ def _cells(grid, subsample_rng, full=False):
         pick = subsample_rng.choice(len(at_n), size=min(SUBSAMPLE_CELLS.get(n, 0), len(at_n)), replace=False)
         large += [at_n[i] for i in sorted(pick)]
     if full:
-        # The cheap cells first, then the subsample, then the rest: a sweep stopped early has the committed cells.
+        # The committed run's cells first, then the rest by increasing n: a sweep stopped early has the
+        # committed cells and whole n levels of the others, cheapest first.
         chosen = set(large)
-        return small + large + [cell for cell in every if cell[2] > SUBSAMPLE_ABOVE and cell not in chosen]
+        rest = [cell for cell in every if cell[2] > SUBSAMPLE_ABOVE and cell not in chosen]
+        return small + large + sorted(rest, key=lambda cell: (cell[2], cell))
     return small + large
 
 
