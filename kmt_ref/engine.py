@@ -11,10 +11,13 @@ variant and the learned model), and every task's numbers are those of
 running it alone, whatever the thread count (one test, ``tests/test_engine.py``).
 
 Models, the loss and training take ``engine=``; the command line builds one
-from ``--threads``.
+from ``--threads``. An engine may also carry a Dask client
+(``kmt_ref.programs.jobs.cluster``), on which the programs above the library
+train the models an experiment lacks, one job per model; the library itself
+never uses it.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import attention, kernels
 from ._validation import check_bool, check_int
@@ -26,11 +29,14 @@ __all__ = ["Engine", "REFERENCE"]
 @dataclass(frozen=True)
 class Engine:
     """Execution of a model: ``threads`` workers over a batch's tasks; ``reference=True`` runs the
-    reference attention (slow, for reading and checking) instead of the fast kernels.
+    reference attention (slow, for reading and checking) instead of the fast kernels; ``client``: where
+    the programs run their jobs (None: in this process).
     """
 
     threads: int = 1
     reference: bool = False
+    #: A Dask ``distributed.Client`` for the programs' jobs, or None (in-process).
+    client: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "threads", check_int(self.threads, "threads", low=1))

@@ -49,6 +49,9 @@ NOT_RUN = {
     ("reproduce", "paper-sweep", "--finished-only"): "it needs a sweep's cell files: test_jobs.py makes some and runs "
                                                     "the command on them",
     ("train", "--scheduler"): "needs a running scheduler: test_jobs.py starts one and runs train --scheduler",
+    **{("reproduce", name, flag): "a Dask cluster per experiment would take minutes here: test_jobs.py runs an "
+       "experiment whose models are trained on a cluster, and the options' checks"
+       for name in LEARNING for flag in ("--workers", "--scheduler")},
 }
 
 

@@ -174,3 +174,30 @@ def test_the_readme_counts_the_jobs_the_commands_make():
     assert (len(paper), len(figures), len(cells)) == (20, 240, 10_000)
     assert "the 20 models above" in text and "the 240 models of Figures 9 and 10" in text
     assert "the sweep's 10,000 cells" in text
+
+
+def test_an_experiment_trains_the_models_it_lacks_as_jobs_on_a_cluster(tmp_path, monkeypatch):
+    from kmt_ref.engine import Engine
+    from kmt_ref.learning import protocols
+    from kmt_ref.programs import registry
+
+    tiny = dict(n_steps=12, seeds=(0, 1), eval_tasks=6, val_tasks=6, n_eval_steps=3, gen_n=(40,),
+                train=dict(d=2, k=3, n=24, batch=3, eval_every=4))
+    monkeypatch.setitem(protocols.SCALES, "quick", tiny)
+    here = registry.run_experiment("ablation", "quick", str(tmp_path / "here"), progress=False)
+    # Threads, not processes: the workers see this test's scale.
+    with distributed.LocalCluster(n_workers=2, processes=False, dashboard_address=None) as local, \
+            distributed.Client(local) as client:
+        there = registry.run_experiment("ablation", "quick", str(tmp_path / "there"), progress=False,
+                                        engine=Engine(client=client))
+    assert sorted(p.name for p in (tmp_path / "there" / "jobs" / "train").iterdir()) == \
+        ["quick-d-seed0.json", "quick-d-seed1.json"]
+    for key in ("d_only_log_objective", "lloyd_log_objective"):
+        assert here[key] == there[key]
+
+
+def test_cluster_options_are_checked_before_any_work():
+    with pytest.raises(ValueError, match="workers"):
+        jobs.check_cluster(workers=0)
+    with pytest.raises(SystemExit):
+        kmt_main(["reproduce", "learning", "--quick", "--no-train", "--workers", "1", "--scheduler", "x"])

@@ -26,7 +26,7 @@ from ..learning import protocols
 from . import experiments
 from ._cli import integer_at_least, positive_number
 from ._results import check_output_dir
-from .jobs import cluster, run_jobs
+from .jobs import check_cluster, cluster, run_jobs
 from .registry import EXPERIMENTS, run_experiment
 
 __all__ = ["reproduce", "train_command"]
@@ -57,6 +57,17 @@ def _scale_options(parser, results_help, scales, for_train=False):
     parser.add_argument("--results-dir", default=None, help=results_help)
     parser.add_argument("--threads", type=integer_at_least(1), default=1,
                         help="threads over a batch's tasks (default 1; the numbers do not depend on it)")
+
+
+def _cluster_options(parser, what):
+    """``--workers N | --scheduler ADDRESS``: where the jobs run (default: in this process)."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=integer_at_least(1), default=None,
+                       help=f"{what} on a local Dask cluster of this many processes, one model each (needs "
+                       "kmt-ref[dask])")
+    where.add_argument("--scheduler", default=None,
+                       help=f"{what} on the Dask cluster of this scheduler, e.g. tcp://host:8786; its workers "
+                       "must see --results-dir")
 
 
 def _interrupt(signum, frame):
@@ -93,8 +104,8 @@ def reproduce(name, argv=()):
                         help="evaluate the checkpoints as they are (possibly unfinished); train nothing")
     parser.add_argument("--seeds", type=_seed_list, default=None,
                         help="comma-separated seeds (default: all of the scale's seeds)")
+    _cluster_options(parser, "train the models the experiment lacks")
     args = parser.parse_args(list(argv))
-    engine = Engine(args.threads)
     scale = args.scale or EXPERIMENTS[name].default_scale
     if args.report:
         results_dir = args.results_dir or protocols.RESULTS_DIR
@@ -110,12 +121,14 @@ def reproduce(name, argv=()):
         return 0
     try:
         results_dir = check_output_dir(args.results_dir or experiments.default_results_dir(), "--results-dir")
+        check_cluster(args.scheduler, args.workers)
     except ValueError as err:
         parser.error(str(err))
     _catch_signals()
     print(f"{name} ({scale} scale): writing to {results_dir}", file=sys.stderr)
-    out = run_experiment(name, scale, results_dir, train_missing=not args.no_train, seeds=args.seeds,
-                                     engine=engine)
+    with cluster(args.scheduler, args.workers) as client:
+        out = run_experiment(name, scale, results_dir, train_missing=not args.no_train, seeds=args.seeds,
+                             engine=Engine(args.threads, client=client))
     print(json.dumps(out, indent=1) if args.json else report_text(name, out))
     print(f"-> {os.path.join(results_dir, scale, name + '.json')}", file=sys.stderr)
     return 0
@@ -159,13 +172,7 @@ def train_command(argv=()):
     parser.add_argument("--tau", type=positive_number, help="loss temperature (paper: 0.1)")
     parser.add_argument("--steps", type=integer_at_least(1), help="training steps (paper: 10,000)")
     parser.add_argument("--lr", type=positive_number, help="initial Adam learning rate (paper: 0.01)")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=integer_at_least(1), default=None,
-                       help="train on a local Dask cluster of this many processes, one model each (needs "
-                       "kmt-ref[dask])")
-    where.add_argument("--scheduler", default=None,
-                       help="train on the Dask cluster of this scheduler, e.g. tcp://host:8786; its workers "
-                       "must see --results-dir")
+    _cluster_options(parser, "train")
     args = parser.parse_args(list(argv))
     scale = args.scale or "quick"
     overrides = {key: getattr(args, flag) for key, flag in
@@ -184,6 +191,7 @@ def train_command(argv=()):
         results_dir = check_output_dir(args.results_dir or experiments.default_results_dir(), "--results-dir")
         for job in jobs:
             protocols.run_config(scale, job.inputs["tokens"], job.inputs["seed"], **job.inputs["overrides"])
+        check_cluster(args.scheduler, args.workers)
     except ValueError as err:
         parser.error(str(err))
     for job in jobs:
@@ -197,8 +205,6 @@ def train_command(argv=()):
     except KeyboardInterrupt:
         print(f"\ninterrupted: progress saved under {results_dir}; rerun the same command to resume", file=sys.stderr)
         return 130
-    except ValueError as err:
-        parser.error(str(err))
     for job, r in zip(jobs, results, strict=True):
         if not r["trained"]:
             print(f"nothing to train for {job.name}: this run is committed with the package, finished after "

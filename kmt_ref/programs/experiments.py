@@ -26,7 +26,7 @@ from ..learning.model import run_steps
 from ..learning.protocols import RESULTS_DIR, SCALES, checkpoint_path, run_config, run_name
 from ..learning.train import load_result, train
 from ._results import check_output_dir, output_dir
-from .jobs import Job
+from .jobs import Job, run_jobs
 
 __all__ = ["trained", "train_job", "train_job_holds", "train_jobs", "figure_runs", "git_revision",
            "default_results_dir", "reproduce_command"]
@@ -144,8 +144,13 @@ def _announce(progress, what, path):
 
 def _models(scale, tokens, results_dir, train_missing, progress, seeds=None, engine=None, **overrides):
     # Finished or not, every model found is evaluated (``_status`` records how far each got).
+    seeds = SCALES[scale]["seeds"] if seeds is None else seeds
+    if train_missing and engine is not None and engine.client is not None:
+        # On a cluster: the missing models trained there first, one job each, all at once.
+        run_jobs(train_jobs(scale, seeds, (tokens,), [overrides]), results_dir or default_results_dir(),
+                 engine.client, progress, options=dict(threads=engine.threads))
     out = []
-    for seed in SCALES[scale]["seeds"] if seeds is None else seeds:
+    for seed in seeds:
         r = trained(scale, tokens, seed, results_dir, train_missing, progress, engine, **overrides)
         if r is not None:
             out.append(r)

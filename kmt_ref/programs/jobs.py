@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from .._validation import check_int
 
-__all__ = ["Job", "JOB_KINDS", "run_job", "run_jobs", "finished", "job_seconds", "cluster"]
+__all__ = ["Job", "JOB_KINDS", "run_job", "run_jobs", "finished", "job_seconds", "check_cluster", "cluster"]
 
 #: The kinds of job: ``{kind: ("module:function", "module:check" or None)}``. The function is called as
 #: ``function(directory, **inputs)`` on whichever process runs the job (a name, not the function, so a job
@@ -115,24 +115,34 @@ def job_seconds(job, directory):
         return None
 
 
+def check_cluster(scheduler=None, workers=None):
+    """``ValueError`` unless :func:`cluster` can start with these arguments (at most one, and Dask installed
+    if one is given)."""
+    if scheduler is not None and workers is not None:
+        raise ValueError(f"give scheduler or workers, not both; got scheduler={scheduler!r}, workers={workers!r}")
+    if workers is not None:
+        check_int(workers, "workers", low=1)
+    if scheduler is not None or workers is not None:
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise ValueError("running jobs on Dask needs the optional extra: pip install \"kmt-ref[dask]\"") from None
+
+
 @contextmanager
 def cluster(scheduler=None, workers=None):
     """A Dask ``distributed.Client``: of the scheduler at ``scheduler`` (``"tcp://host:port"``), or of a new
     local cluster of ``workers`` single-threaded processes; ``None`` when neither is given (run in-process)."""
+    check_cluster(scheduler, workers)
     if scheduler is None and workers is None:
         yield None
         return
-    if scheduler is not None and workers is not None:
-        raise ValueError(f"give scheduler or workers, not both; got scheduler={scheduler!r}, workers={workers!r}")
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise ValueError("running jobs on Dask needs the optional extra: pip install \"kmt-ref[dask]\"") from None
+    from distributed import Client, LocalCluster
+
     if scheduler is not None:
         with Client(scheduler) as client:
             yield client
         return
-    workers = check_int(workers, "workers", low=1)
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as local, \
             Client(local) as client:
         yield client
