@@ -20,9 +20,11 @@ sweeps have.
 
 The full grid costs hours on one core, mostly its largest ``n``; the
 committed run (``kmt_ref/results/sweep/paper_sweep.json``) covers every cell
-with ``n <= SUBSAMPLE_ABOVE`` and a seeded random subset of the cells above
-(the JSON says which). ``python -m kmt_ref reproduce paper-sweep`` recomputes
-it; ``--report`` prints the comparison.
+with ``n <= SUBSAMPLE_ABOVE``, a seeded random subset of the cells above and
+possibly the next cells of a full run by increasing ``n`` (the JSON lists
+them). ``python -m kmt_ref reproduce paper-sweep`` recomputes the first two,
+``--full`` every cell (``--finished-only`` gathers what a full run has kept);
+``--report`` prints the comparison.
 """
 
 import argparse
