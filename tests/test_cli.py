@@ -49,6 +49,9 @@ def test_bench_grid_sets_every_model_beside_lloyd_at_every_point():
             assert r["ratios"][name] == r["seconds"][name] / r["seconds"]["lloyd"]
     text = format_grid(rows)
     assert "largest ratio" in text and all(name in text for name in GRID_MODELS)
+    with_sklearn = [dict(r, ratios=dict(r["ratios"], **{"scikit-learn": s}))
+                    for r, s in zip(rows, (0.5, 0.25), strict=True)]
+    assert "at most 4.00x its time" in format_grid(with_sklearn)
 
 
 def test_bench_rejects_a_non_positive_thread_count():
