@@ -88,9 +88,13 @@ def exact_nearest(x, C):
 
     For the few points whose two best rounded scores are closer than their
     rounding: first the direct distances ``sum (x - c)^2`` (relative error at
-    most ``(d + 2) eps``), and where those cannot separate the best centers
-    either, exact rational arithmetic on the candidates. More than one
-    ``True`` only at an exact tie.
+    most ``(d + 2) eps``); where those cannot separate the best centers, the
+    difference of two candidates' squared distances,
+    ``(b - a).(2x - a - b)``, whose error is relative to its own terms (it
+    decides between two centers that have nearly met, for which every point
+    is nearly tied); and where that cannot either, exact rational arithmetic
+    on the candidates. Centers that are the same point tie without any
+    arithmetic. More than one ``True`` only at an exact tie.
     """
     equal = np.all(C == x, axis=-1)
     if equal.any():  # distance exactly 0: the centers equal to x, and only they
@@ -99,14 +103,45 @@ def exact_nearest(x, C):
     slack = 1.01 * (x.shape[-1] + 2) * np.finfo(float).eps
     candidates = np.flatnonzero(direct * (1.0 - slack) <= np.min(direct) * (1.0 + slack))
     mask = np.zeros(C.shape[0], dtype=bool)
-    if candidates.size == 1:
-        mask[candidates] = True
-        return mask
-    xs = [Fraction(float(v)) for v in x]
-    exact = [sum((a - Fraction(float(b))) ** 2 for a, b in zip(xs, C[j], strict=True)) for j in candidates]
-    best = min(exact)
-    mask[[j for j, e in zip(candidates, exact, strict=True) if e == best]] = True
+    # Centers that are the same point (two that met) tie exactly: decide between distinct ones only.
+    _, first, same = np.unique(C[candidates], axis=0, return_index=True, return_inverse=True)
+    distinct = candidates[first]
+    if distinct.size == 1:
+        nearest = distinct
+    else:
+        winner = _pairwise_nearest(x, C, distinct)
+        if winner is not None:
+            nearest = [winner]
+        else:
+            xs = [Fraction(float(v)) for v in x]
+            exact = [sum((a - Fraction(float(b))) ** 2 for a, b in zip(xs, C[j], strict=True)) for j in distinct]
+            nearest = [j for j, e in zip(distinct, exact, strict=True) if e == min(exact)]
+    chosen = np.isin(distinct, nearest)
+    mask[candidates[chosen[same.ravel()]]] = True
     return mask
+
+
+def _pairwise_nearest(x, C, candidates):
+    """The candidate strictly nearest to ``x`` if the sign of every difference of squared distances it takes
+    is certain, else None.
+
+    ``|x - a|^2 - |x - b|^2 = (b - a).(2x - a - b)``; computed in floating point (one subtraction for each
+    factor's term and a dot product of ``d`` terms) its error is at most ``(d + 4) eps sum |b - a|
+    (2|x| + |a| + |b|)``; the bound used is twice that. The candidates are compared in turn, the nearer
+    one kept: by transitivity the last one kept is nearer than all.
+    """
+    d, eps = x.shape[-1], np.finfo(float).eps
+    winner = candidates[0]
+    for j in candidates[1:]:
+        a, b = C[winner], C[j]
+        u = b - a
+        diff = float(np.dot(u, (2.0 * x - a) - b))
+        bound = 2.0 * (d + 4) * eps * float(np.dot(np.abs(u), 2.0 * np.abs(x) + np.abs(a) + np.abs(b)))
+        if not abs(diff) > bound:  # an exact tie (diff 0) or too close to tell
+            return None
+        if diff > 0:
+            winner = j
+    return winner
 
 
 def point_frame(X, origin):

@@ -224,3 +224,37 @@ def test_a_run_that_would_keep_gigabytes_of_assignments_is_refused_before_work(m
         lloyd_transformer(2, 3).run(X, init, 10)
     traj = lloyd_transformer(2, 3).run(X, init, 10, keep_assignments=False)
     assert traj.assignments is None and traj.labels.shape == (10, 50)
+
+
+def _exact_mask(x, C):
+    from fractions import Fraction
+
+    exact = [sum((Fraction(float(a)) - Fraction(float(b))) ** 2 for a, b in zip(x, c, strict=True)) for c in C]
+    return np.array([e == min(exact) for e in exact])
+
+
+def test_exact_nearest_decides_centers_that_met_or_nearly_met_as_rational_arithmetic_does():
+    from kmt_ref.geometry import exact_nearest
+
+    rng = np.random.default_rng(4)
+    for _ in range(600):
+        d, k = int(rng.integers(1, 40)), int(rng.integers(2, 6))
+        a = rng.standard_normal(d) * rng.choice([1, 1e3]) + rng.choice([0, 1e6])
+        C = np.array([a + rng.choice([0.0, 1e-16, 1e-14, 1e-10, 1e-6]) * np.abs(a).max() * rng.standard_normal(d)
+                      for _ in range(k)])
+        C[rng.integers(k)] = C[rng.integers(k)]  # often two centers that are the same point
+        x = (C[0] + C[-1]) / 2 if rng.random() < 0.3 else a + rng.standard_normal(d) * rng.choice([1e-8, 1, 1e3])
+        np.testing.assert_array_equal(exact_nearest(x, C), _exact_mask(x, C))
+
+
+def test_labels_next_to_centers_that_met_cost_no_rational_arithmetic(monkeypatch):
+    # Two identical centers tie for every point; that is decided without Fractions (it took minutes).
+    import fractions
+
+    from kmt_ref.geometry import nearest_center
+
+    X = np.random.default_rng(0).random((2000, 8))
+    C = np.vstack([X[:3], X[:1]])  # the fourth center is the first
+    monkeypatch.setattr(fractions.Fraction, "__new__", lambda *a, **k: pytest.fail("rational arithmetic"))
+    labels = nearest_center(X, C)
+    assert not np.any(labels == 3) and np.array_equal(labels, np.argmin(((X[:, None] - C[:3]) ** 2).sum(-1), 1))
