@@ -50,6 +50,14 @@ def test_a_file_that_does_not_hold_the_job_is_recomputed(tmp_path, content):
     assert json.loads(open(path).read())["job"]["inputs"] == job.inputs
 
 
+def test_a_job_never_writes_into_the_committed_results():
+    from kmt_ref.programs._results import COMMITTED_DIR
+
+    with pytest.raises(ValueError, match="committed"):
+        jobs.run_job(_cell(), COMMITTED_DIR)
+    assert not os.path.exists(os.path.join(COMMITTED_DIR, "jobs"))
+
+
 def test_bad_jobs_are_refused():
     with pytest.raises(ValueError, match="job kind"):
         jobs.run_job(jobs.Job("nope", "x", {}))

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .._validation import check_int
+from ._results import check_output_dir
 
 __all__ = ["Job", "JOB_KINDS", "run_job", "run_jobs", "finished", "job_seconds", "check_cluster", "cluster"]
 
@@ -90,13 +91,14 @@ def run_job(job, directory=None, options=None):
         raise ValueError(f"job kind must be one of {sorted(JOB_KINDS)}; got {job.kind!r}")
     if directory is None:
         return _function(job.kind)(None, **job.inputs, **(options or {}))
-    path = job.path(directory)
+    path = check_output_dir(job.path(directory), "directory")  # never into the committed results
     stored = finished(job, directory)
     if stored is not None:
         return stored
     start = time.perf_counter()
     result = _function(job.kind)(directory, **job.inputs, **(options or {}))
     seconds = time.perf_counter() - start  # of this run only (a resumed training: since it resumed)
+    path = check_output_dir(path, "directory")  # checked again: a folder may have become a link meanwhile
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
