@@ -52,7 +52,7 @@ def fit_leaky(rng, config, n_unroll, n_tasks=256, start=(4.0, 6.0)):
     """Fit ``(beta, sharpness)`` to the mean loss of ``n_tasks`` tasks drawn once from the training distribution.
 
     The minimizer of that mean over ``log beta`` and ``log sharpness``, by
-    L-BFGS (:func:`scipy.optimize.minimize`) with autograd's gradient, from
+    L-BFGS (``scipy.optimize.minimize``) with autograd's gradient, from
     ``start``. A fixed sample rather than Adam on fresh batches: Adam's end
     point wanders with its batches, and through 20 steps it changed with the
     last bits of the arithmetic; the minimizer of a fixed sample's mean does
