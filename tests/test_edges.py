@@ -258,3 +258,19 @@ def test_labels_next_to_centers_that_met_cost_no_rational_arithmetic(monkeypatch
     monkeypatch.setattr(fractions.Fraction, "__new__", lambda *a, **k: pytest.fail("rational arithmetic"))
     labels = nearest_center(X, C)
     assert not np.any(labels == 3) and np.array_equal(labels, np.argmin(((X[:, None] - C[:3]) ** 2).sum(-1), 1))
+
+
+def test_nearest_center_gives_the_same_exact_labels_from_any_frame_inside_the_data():
+    from kmt_ref.geometry import nearest_center, point_frame
+
+    rng = np.random.default_rng(8)
+    for offset in (0.0, 1e6):
+        X = rng.integers(-3, 4, size=(3, 200, 4)).astype(float) / 3 + offset  # many exact and near ties
+        for k in (3, 40):  # both ways of finding the best two (up to FEW_CENTERS, and above)
+            C = X[:, rng.choice(200, k, replace=False)]
+            plain = nearest_center(X, C)
+            framed = nearest_center(X, C, point_frame(X, X[:, 5:6] + 0.25))
+            np.testing.assert_array_equal(framed, plain)
+            for b in range(3):  # each task of the batch alone, and as exact arithmetic decides
+                np.testing.assert_array_equal(nearest_center(X[b], C[b]), plain[b])
+                np.testing.assert_array_equal(plain[b], [np.argmax(_exact_mask(x, C[b])) for x in X[b]])
