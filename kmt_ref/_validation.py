@@ -29,6 +29,7 @@ __all__ = [
     "check_rng",
     "check_choice",
     "check_batch",
+    "float_type",
     "MAX_STEPS",
 ]
 
@@ -376,3 +377,11 @@ def check_batch(X, centers, centers_name="init", finite_centers=True):
     elif value.dtype == object or not np.issubdtype(value.dtype, np.number) or np.iscomplexobj(value):
         raise ValueError(f"{centers_name} must be a real numeric array; got {centers_name}={_describe(centers)}")
     return X
+
+
+def float_type(value):
+    """``numpy.float32`` if ``value`` (or the array an ``autograd`` box holds) is float32, else ``numpy.float64``:
+    the precision a computation on it runs in (float32 only in a float32 training step)."""
+    while hasattr(value, "_value"):
+        value = value._value
+    return np.float32 if np.result_type(value) == np.float32 else np.float64

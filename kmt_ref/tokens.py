@@ -95,11 +95,12 @@ class TokenLayout:
         return self.projector(name)[self.slices[name]]
 
     def embed(self, X, C):
-        """Point tokens ``P`` (n, width) and center tokens ``Q`` (k, width)."""
+        """Point tokens ``P`` (n, width) and center tokens ``Q`` (k, width); float32 if ``X``, ``C`` are, else
+        float64."""
         return self._tokens(X, is_center=False), self._tokens(C, is_center=True)
 
     def _tokens(self, Z, is_center):
-        T = np.zeros(Z.shape[:-1] + (self.width,))
+        T = np.zeros(Z.shape[:-1] + (self.width,), dtype=np.result_type(Z.dtype, np.float32))
         T[..., self.slices["x"]] = Z
         if "y" in self.slices and is_center:
             T[..., self.slices["y"]] = np.eye(self.k)

@@ -193,3 +193,58 @@ def test_run_steps_with_dropout_needs_a_generator_and_is_reproducible():
     a = run_steps(theta, X, init, config, 3, dropout=0.3, rng=np.random.default_rng(2))
     np.testing.assert_array_equal(a, run_steps(theta, X, init, config, 3, dropout=0.3, rng=np.random.default_rng(2)))
     assert not np.array_equal(a, plain)
+
+
+def _paper_like(precision, tokens="d+k", tied=False, n_layers=1):
+    config = TrainConfig(d=3, k=4, n=40, batch=6, tau=0.3, precision=precision, tokens=tokens, tied=tied,
+                         n_layers=n_layers)
+    rng = np.random.default_rng(5)
+    theta = init_params(config.model, rng)
+    X, init = sample_tasks(rng, config.batch, **config.task_kwargs())
+    return config, theta, X, init
+
+
+@pytest.mark.parametrize("tokens, tied, n_layers", [("d+k", False, 1), ("d", False, 1), ("d+k", True, 2)])
+def test_a_float32_step_computes_in_float32_and_gives_the_float64_gradient_to_float32_rounding(
+        monkeypatch, tokens, tied, n_layers):
+    import kmt_ref.kernels.softmax as ks
+
+    seen = []
+    for fn in ("_esa_forward", "_esa_chunk_backward", "affine"):
+        real = getattr(ks, fn)
+
+        def spy(*args, real=real):
+            out = real(*args)
+            seen.extend(np.result_type(a) for a in (args + (out if isinstance(out, tuple) else (out,)))
+                        if isinstance(a, np.ndarray))
+            return out
+        monkeypatch.setattr(ks, fn, spy)
+    grad = autograd.value_and_grad(batch_loss)
+    config, theta, X, init = _paper_like("float32", tokens, tied, n_layers)
+    loss32, g32 = grad(theta, X, init, config)
+    assert seen and set(seen) == {np.dtype(np.float32)}  # every array the kernels saw or made
+    assert g32.dtype == np.float64 and np.result_type(loss32) == np.float32
+    seen.clear()
+    loss64, g64 = grad(theta, X, init, TrainConfig(**{**config.to_dict(), "precision": "float64"}))
+    assert set(seen) == {np.dtype(np.float64)}
+    assert abs(loss32 - loss64) < 1e-5 * abs(loss64)
+    assert np.max(np.abs(g32 - g64)) < 1e-4 * np.max(np.abs(g64))
+    assert np.max(np.abs(g32 - g64)) > 0  # float32 arithmetic really ran
+
+
+def test_a_float32_step_is_the_same_on_one_thread_and_two():
+    config, theta, X, init = _paper_like("float32")
+    grad = autograd.value_and_grad(batch_loss)
+    one, two = grad(theta, X, init, config, Engine(1)), grad(theta, X, init, config, Engine(2))
+    assert one[0] == two[0] and np.array_equal(one[1], two[1])
+
+
+def test_the_pytorch_step_computes_our_loss_and_gradient():
+    pytest.importorskip("torch")
+    from kmt_ref.programs.training_bench import torch_step
+
+    config, theta, X, init = _paper_like("float64")
+    loss, g = autograd.value_and_grad(batch_loss)(theta, X, init, config)
+    torch_loss, torch_grad = torch_step(theta, X, init, config)()
+    assert abs(torch_loss - loss) < 1e-5 * abs(loss)
+    assert np.max(np.abs(torch_grad - g)) < 1e-4 * np.max(np.abs(g))

@@ -27,6 +27,33 @@ def test_stopped_and_resumed_run_equals_an_uninterrupted_run(tmp_path):
         assert np.array_equal(full.history[key], resumed.history[key])
 
 
+def test_a_float32_run_learns_resumes_exactly_and_keeps_float64_parameters(tmp_path):
+    config = TrainConfig(**{**CONFIG.to_dict(), "precision": "float32"})
+    full = train(config, str(tmp_path / "f.npz"), progress=False)
+    assert full.theta.dtype == np.float64 and full.config.precision == "float32"
+    assert full.history["val_ratio"][-1] < 0.5 * full.history["val_ratio"][0]
+    assert not np.array_equal(full.theta, train(CONFIG, progress=False).theta)  # not the float64 run
+    path = str(tmp_path / "g.npz")
+    train(config, path, stop_at=13, progress=False)
+    assert load_checkpoint(path)[1]["config"]["precision"] == "float32"
+    with pytest.raises(ValueError, match="precision"):  # a float32 checkpoint is not a float64 run's
+        train(CONFIG, path, resume=True, progress=False)
+    assert np.array_equal(train(config, path, resume=True, progress=False).theta, full.theta)
+
+
+def test_a_checkpoint_written_before_precision_existed_is_a_float64_run(tmp_path):
+    from kmt_ref.learning.checkpoint import save_checkpoint
+
+    path = str(tmp_path / "old.npz")
+    train(CONFIG, path, stop_at=10, progress=False)
+    arrays, meta = load_checkpoint(path)
+    assert meta["config"].pop("precision") == "float64"
+    os.remove(path)
+    save_checkpoint(path, arrays, meta)
+    assert "precision" not in load_checkpoint(path)[1]["config"]
+    assert train(CONFIG, path, resume=True, progress=False).finished
+
+
 def test_a_run_interrupted_by_ctrl_c_resumes_to_the_same_result(tmp_path):
     full = train(CONFIG, progress=False)
     path = str(tmp_path / "c.npz")
@@ -110,7 +137,8 @@ def test_resume_never_silently_restarts(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "field, value", [("k", 40), ("family", "student"), ("tau", 0.0), ("tokens", "x"), ("lr_factor", 1.5)]
+    "field, value", [("k", 40), ("family", "student"), ("tau", 0.0), ("tokens", "x"), ("lr_factor", 1.5),
+                     ("precision", "float16")]
 )
 def test_impossible_configs_raise_naming_the_field(field, value):
     with pytest.raises(ValueError, match=field):

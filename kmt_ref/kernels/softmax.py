@@ -21,9 +21,9 @@ __all__ = ["euclidean_softmax_attention", "project", "query_rows", "euclidean_so
 #: One thread: the pool of the kernels' callers that pass none.
 SERIAL = TaskPool(1)
 
-#: Below this, ``exp`` is exactly 0 in float64 (``exp(-745.14)`` is the last
-#: value that rounds up to the smallest subnormal).
-EXP_UNDERFLOW = -746.0
+#: Below these, ``exp`` is exactly 0 (``exp(-745.14)`` is the last value that rounds up to the smallest
+#: float64 subnormal, ``exp(-103.97)`` the float32 one).
+EXP_UNDERFLOW = {np.dtype(np.float64): -746.0, np.dtype(np.float32): -104.0}
 
 
 def _row_max(S):
@@ -61,11 +61,11 @@ def softmax_inplace(S):
     underflow; the result is the same).
     """
     S -= _row_max(S)
-    dead = S < EXP_UNDERFLOW
+    dead = S < EXP_UNDERFLOW[S.dtype]
     if dead.any():
         # Multiplying by a 0/1 mask is several times faster than a masked copy; it turns a
         # score of -inf into nan, which the (rare) repair below sets to the 0 it should be.
-        keep = 1.0 - dead
+        keep = (1 - dead).astype(S.dtype)
         S *= keep
         np.exp(S, out=S)
         S *= keep
@@ -85,7 +85,7 @@ def _esa_forward(queries, keys, values, gamma, rows):
     m = queries.shape[-2]
     if m <= rows:
         return np.matmul(euclidean_softmax_weights(queries, keys, gamma), values)
-    out = np.empty(queries.shape[:-1] + values.shape[-1:])
+    out = np.empty(queries.shape[:-1] + values.shape[-1:], np.result_type(queries, keys, values))
     for a in range(0, m, rows):
         out[..., a : a + rows, :] = np.matmul(euclidean_softmax_weights(queries[..., a : a + rows, :], keys, gamma),
                                               values)
@@ -114,7 +114,7 @@ def _esa_backward(queries, keys, values, G, gamma, rows):
     m = queries.shape[-2]
     if m <= rows:
         return _esa_chunk_backward(queries, keys, values, G, gamma)
-    dQ, dK, dV = np.empty(queries.shape), None, None
+    dQ, dK, dV = np.empty(queries.shape, np.result_type(queries, keys, values, G)), None, None
     for a in reversed(range(0, m, rows)):
         gq, gk, gv = _esa_chunk_backward(queries[..., a : a + rows, :], keys, values, G[..., a : a + rows, :], gamma)
         dQ[..., a : a + rows, :] = gq
@@ -162,6 +162,7 @@ def euclidean_softmax_attention(queries, keys, values, gamma, rows, pool=SERIAL)
     intermediate (distances, shifted scores, exponentials, weights).
     """
     rows = check_int(rows, "rows", low=1)
+    gamma = float(gamma)  # a Python float keeps float32 operands float32 (a NumPy float64 would not)
     per_task = queries.shape[-2] * keys.shape[-2]
     return pool.over_tasks(lambda q, k, v: _esa_forward(q, k, v, gamma, rows), per_task, queries, keys, values)
 
@@ -169,7 +170,7 @@ def euclidean_softmax_attention(queries, keys, values, gamma, rows, pool=SERIAL)
 def _esa_vjp(argnums, ans, args, kwargs):
     """VJP of :func:`euclidean_softmax_attention` for the requested arguments."""
     queries, keys, values, gamma, rows, *rest = args
-    pool = rest[0] if rest else kwargs.get("pool", SERIAL)
+    gamma, pool = float(gamma), rest[0] if rest else kwargs.get("pool", SERIAL)
     if any(i > 2 for i in argnums):
         raise NotImplementedError("euclidean_softmax_attention is not differentiable in gamma, rows or pool")
 
@@ -253,7 +254,7 @@ def query_rows(Z, start, stop):
 
 def _query_rows_vjp(ans, Z, start, stop):
     def vjp(g):
-        out = np.zeros(np.shape(Z))
+        out = np.zeros(np.shape(Z), np.result_type(Z, g))
         out[..., start:stop, :] += g
         return out
 

@@ -13,7 +13,7 @@ The batch loss is the mean over tasks (no division by ``n``, no log).
 
 import autograd.numpy as anp
 
-from .._validation import check_batch, check_positive
+from .._validation import check_batch, check_positive, float_type
 from ..attention import softmax
 from ..geometry import squared_distances
 
@@ -34,7 +34,7 @@ def smoothed_objective(X, centers, tau):
     -------
     ndarray, shape (B,)
     """
-    X = check_batch(X, centers, "centers")
+    X = check_batch(X, centers, "centers").astype(float_type(centers), copy=False)  # float32 centers: float32 X
     tau = check_positive(tau, "tau")
     r = squared_distances(X, centers)  # (B, n, k)
     return anp.sum(softmax(-r / tau) * r, axis=(-2, -1))

@@ -44,6 +44,7 @@ from .._validation import (
     check_int,
     check_n_steps,
     check_rng,
+    float_type,
 )
 from ..attention import Block
 from ..layer import BLOCK_NAMES, KMeansTransformer, transformer_layer
@@ -118,7 +119,7 @@ class ModelConfig:
     @property
     def gamma(self):
         """The score factor, ``1 / sqrt(D)`` as in the authors' model (``1 / sqrt(d)`` when tied)."""
-        return 1.0 / np.sqrt(self.d if self.tied else self.width)
+        return 1.0 / float(np.sqrt(self.d if self.tied else self.width))
 
     @property
     def n_params(self):
@@ -137,13 +138,14 @@ def _shapes(config):
 
 def _untie(piece, d, k):
     """The full matrix ``[[A, v 1^T], [1 u^T, lambda I + nu 1 1^T]]`` or bias ``[h | kappa 1]`` of a tied piece."""
-    ones = np.ones(k)
+    ones = np.ones(k, piece.dtype)
     if piece.shape[0] == d + 1:
         return anp.concatenate([piece[:d], piece[d] * ones])
     A = anp.reshape(piece[: d * d], (d, d))
     u, v, lam, nu = piece[d * d : d * d + d], piece[d * d + d : d * d + 2 * d], piece[-2], piece[-1]
     top = anp.concatenate([A, anp.outer(v, ones)], axis=1)
-    bottom = anp.concatenate([anp.outer(ones, u), lam * np.eye(k) + nu * np.ones((k, k))], axis=1)
+    bottom = anp.concatenate([anp.outer(ones, u), lam * np.eye(k, dtype=piece.dtype) + nu * np.ones((k, k), piece.dtype)],
+                             axis=1)
     return anp.concatenate([top, bottom], axis=0)
 
 
@@ -309,19 +311,28 @@ def forward(theta, X, init, config, engine=None, n_layers=1, every_step=False):
     ndarray, shape (B, k, d)
         The ``x`` block of the center tokens after the last layer; with
         ``every_step``, a list of ``n_layers`` such arrays.
+
+    Notes
+    -----
+    The pass computes in ``theta``'s precision: float32 parameters (a
+    float32 training step, :class:`~kmt_ref.learning.train.TrainConfig`)
+    take ``X`` and ``init`` to float32 too, so every token, score and
+    gradient of the pass is float32; anything else is float64.
     """
     X = check_batch(X, init)
     n_layers = check_int(n_layers, "n_layers", low=1)
+    dtype = float_type(theta)
+    X, init = X.astype(dtype, copy=False), np.asarray(init).astype(dtype, copy=False)
     layout, blocks = config.layout, blocks_from_params(theta, config)
     P0, Q = layout.embed(X, init)
     # The center tokens of zero centers: what re-embedding adds to the linear image of the centers.
-    _, ids = layout.embed(X[..., :0, :], np.zeros(np.shape(init)))
+    _, ids = layout.embed(X[..., :0, :], np.zeros(np.shape(init), dtype))
     steps = []
     for t in range(n_layers):
         _, Q = transformer_layer(P0, Q, blocks, engine=engine)
         steps.append(layout.read(Q, "x"))
         if t + 1 < n_layers:
-            Q = steps[-1] @ layout.reader("x") + ids
+            Q = steps[-1] @ layout.reader("x").astype(dtype) + ids
     return steps if every_step else steps[-1]
 
 

@@ -142,7 +142,8 @@ def run_bench(repeats=5, quick=False):
     from .training_bench import time_training_step
 
     step_size = dict(n=64, d=4, k=3, batch=4) if quick else {}
-    step = time_training_step(repeats=repeats, threads=(1, 2), **step_size)
+    step = time_training_step(repeats=repeats, threads=(1, 2), precisions=("float64", "float32"), torch=True,
+                              **step_size)
     out = {
         "training_step": step,
         # As every ``python -m kmt_ref`` command does; it makes lloyd, the anchor, faster too.
