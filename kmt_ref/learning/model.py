@@ -144,8 +144,8 @@ def _untie(piece, d, k):
     A = anp.reshape(piece[: d * d], (d, d))
     u, v, lam, nu = piece[d * d : d * d + d], piece[d * d + d : d * d + 2 * d], piece[-2], piece[-1]
     top = anp.concatenate([A, anp.outer(v, ones)], axis=1)
-    bottom = anp.concatenate([anp.outer(ones, u), lam * np.eye(k, dtype=piece.dtype) + nu * np.ones((k, k), piece.dtype)],
-                             axis=1)
+    ids = lam * np.eye(k, dtype=piece.dtype) + nu * np.ones((k, k), piece.dtype)
+    bottom = anp.concatenate([anp.outer(ones, u), ids], axis=1)
     return anp.concatenate([top, bottom], axis=0)
 
 

@@ -202,7 +202,8 @@ def format_training_step(res):
             parts = "" if r["forward"] is None else f"forward {r['forward']:.3f} s  backward {r['backward']:.3f} s  "
             lines.append(f"  {label:<24} {parts}step {r['step']:.3f} s  (CPU {r['step_cpu']:.3f} s)")
     for i, t in enumerate(s["threads"]):
-        ours, theirs = ("float32", "torch float32") if i == 0 else (f"float32, {t} threads", f"torch float32, {t} threads")
+        suffix = "" if i == 0 else f", {t} threads"
+        ours, theirs = "float32" + suffix, "torch float32" + suffix
         if ours in res and theirs in res:
             ratio = res[ours]["step"] / res[theirs]["step"]
             lines.append(f"  float32 / PyTorch float32 on {t} thread{'s' if t > 1 else ''}: {ratio:.2f}x "
