@@ -13,8 +13,8 @@ running it alone, whatever the thread count (one test, ``tests/test_engine.py``)
 Models, the loss and training take ``engine=``; the command line builds one
 from ``--threads``. An engine may also carry a Dask client
 (``kmt_ref.programs.jobs.cluster``), on which the programs above the library
-train the models an experiment lacks, one job per model; the library itself
-never uses it.
+train the models an experiment lacks and evaluate its seeds, one job per
+model; the library itself never uses it.
 """
 
 from dataclasses import dataclass, field

@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import threading
 import time
 
 import numpy as np
@@ -130,6 +131,28 @@ def test_two_trainings_on_a_local_dask_cluster_equal_the_in_process_ones(tmp_pat
         assert np.array_equal(a.theta, b.theta)
 
 
+def test_evaluations_on_a_local_dask_cluster_equal_the_in_process_ones(tmp_path):
+    here = jobs.run_jobs(_trainings(), str(tmp_path))
+    models = [load_result(str(tmp_path / r["checkpoint"])) for r in here]
+    evaluations = [experiments.evaluate_job_of(r, 3, 4, reembed, {"n": 30})
+                   for r in models for reembed in (True, False)]
+    assert len({job.name for job in evaluations}) == 4  # every input is in the name (Dask keys results by it)
+    local = jobs.run_jobs(evaluations)
+    with jobs.cluster(workers=2) as client:
+        remote = jobs.run_jobs(evaluations, None, client)
+    assert local == remote and not os.path.exists(tmp_path / "jobs" / "evaluate")  # never kept
+    assert all(len(r["model"]) == len(r["lloyd"]) == 4 for r in local)
+
+
+def test_an_evaluation_names_a_committed_model_inside_the_package_and_checks_its_step():
+    r = load_result(os.path.join(experiments.RESULTS_DIR, "paper", "dk-seed0.npz"))
+    job = experiments.evaluate_job_of(r, 1, 2)
+    assert job.inputs["committed"] and job.inputs["checkpoint"] == os.path.join("paper", "dk-seed0.npz")
+    assert len(jobs.run_job(job)["model"]) == 2
+    with pytest.raises(ValueError, match="step"):
+        jobs.run_job(jobs.Job("evaluate", job.name, dict(job.inputs, step=5)))
+
+
 def test_a_stored_training_holds_only_while_its_checkpoint_does(tmp_path):
     job = _trainings()[0]
     first = jobs.run_job(job, str(tmp_path))
@@ -193,6 +216,9 @@ def test_an_experiment_trains_the_models_it_lacks_as_jobs_on_a_cluster(tmp_path,
                 train=dict(d=2, k=3, n=24, batch=3, eval_every=4))
     monkeypatch.setitem(protocols.SCALES, "quick", tiny)
     here = registry.run_experiment("ablation", "quick", str(tmp_path / "here"), progress=False)
+    evaluated, real = [], experiments.evaluate_job
+    monkeypatch.setattr(experiments, "evaluate_job", lambda *a, **kw: evaluated.append(
+        threading.current_thread().name) or real(*a, **kw))
     # Threads, not processes: the workers see this test's scale.
     with distributed.LocalCluster(n_workers=2, processes=False, dashboard_address=None) as local, \
             distributed.Client(local) as client:
@@ -200,6 +226,7 @@ def test_an_experiment_trains_the_models_it_lacks_as_jobs_on_a_cluster(tmp_path,
                                         engine=Engine(client=client))
     assert sorted(p.name for p in (tmp_path / "there" / "jobs" / "train").iterdir()) == \
         ["quick-d-seed0.json", "quick-d-seed1.json"]
+    assert evaluated and "MainThread" not in evaluated  # the seeds were evaluated on the cluster's workers
     for key in ("d_only_log_objective", "lloyd_log_objective"):
         assert here[key] == there[key]
 

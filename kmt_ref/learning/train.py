@@ -188,7 +188,7 @@ class TrainConfig:
 
 @dataclass
 class TrainResult:
-    """Outcome of :func:`train`: final parameters, history and bookkeeping."""
+    """Outcome of :func:`train`: final parameters, history and bookkeeping; ``path``: its checkpoint, if any."""
 
     theta: np.ndarray
     config: TrainConfig
@@ -196,6 +196,7 @@ class TrainResult:
     history: dict
     wall_time: float
     finished: bool
+    path: str | None = None
 
 
 def _streams(seed):
@@ -445,7 +446,7 @@ def _train(config, checkpoint, resume, every, stop_at, progress, on_step, engine
     return TrainResult(
         theta=arrays["theta"], config=config, step=meta["step"],
         history={k: v for k, v in arrays.items() if k not in ("theta", "adam_m", "adam_v")},
-        wall_time=meta["wall_time"], finished=meta["step"] == config.n_steps,
+        wall_time=meta["wall_time"], finished=meta["step"] == config.n_steps, path=checkpoint,
     )
 
 
@@ -456,5 +457,5 @@ def load_result(path):
     return TrainResult(
         theta=arrays["theta"], config=config, step=meta["step"],
         history={k: v for k, v in arrays.items() if k not in ("theta", "adam_m", "adam_v")},
-        wall_time=meta["wall_time"], finished=meta["step"] == config.n_steps,
+        wall_time=meta["wall_time"], finished=meta["step"] == config.n_steps, path=path,
     )

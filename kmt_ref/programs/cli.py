@@ -63,7 +63,7 @@ def _cluster_options(parser, what):
     """``--workers N | --scheduler ADDRESS``: where the jobs run (default: in this process)."""
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--workers", type=integer_at_least(1), default=None,
-                       help=f"{what} on a local Dask cluster of this many processes, one model each (needs "
+                       help=f"{what} on a local Dask cluster of this many processes, one job each (needs "
                        "kmt-ref[dask])")
     where.add_argument("--scheduler", default=None,
                        help=f"{what} on the Dask cluster of this scheduler, e.g. tcp://host:8786; its workers "
@@ -104,7 +104,7 @@ def reproduce(name, argv=()):
                         help="evaluate the checkpoints as they are (possibly unfinished); train nothing")
     parser.add_argument("--seeds", type=_seed_list, default=None,
                         help="comma-separated seeds (default: all of the scale's seeds)")
-    _cluster_options(parser, "train the models the experiment lacks")
+    _cluster_options(parser, "train the models the experiment lacks and evaluate its seeds")
     args = parser.parse_args(list(argv))
     scale = args.scale or EXPERIMENTS[name].default_scale
     if args.report:

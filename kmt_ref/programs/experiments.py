@@ -11,6 +11,8 @@ The scales (protocols) and the names of runs are defined in
 :mod:`kmt_ref.learning.protocols`.
 """
 
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -28,8 +30,8 @@ from ..learning.train import load_result, train
 from ._results import check_output_dir, output_dir
 from .jobs import Job, run_jobs
 
-__all__ = ["trained", "train_job", "train_job_holds", "train_jobs", "figure_runs", "git_revision",
-           "default_results_dir", "reproduce_command"]
+__all__ = ["trained", "precision", "evaluate_job", "evaluate_job_of", "train_job", "train_job_holds", "train_jobs",
+           "figure_runs", "git_revision", "default_results_dir", "reproduce_command"]
 
 #: The settings of the paper's training figures: ``{panel: [overrides, ...]}`` (both token layouts each).
 FIGURE_SETTINGS = {
@@ -164,23 +166,57 @@ def _finite(values):
 
 
 def _curves(models, n_steps, n_tasks, reembed=True, progress=True, engine=None, **task_options):
-    """Per-seed model and Lloyd curves on each seed's held-out tasks.
+    """Per-seed model and Lloyd curves on each seed's held-out tasks: one job per seed
+    (:func:`evaluate_job`), on the engine's Dask client if it has one.
 
     A ``k`` among ``task_options`` runs every model with that many centers
     (:meth:`~kmt_ref.learning.model.ModelConfig.at_k`).
     """
-    model_c, lloyd_c, finite = [], [], []
-    what = ", ".join(f"{k}={v}" for k, v in task_options.items()) or "training distribution"
-    for i, r in enumerate(models):
-        if progress:
-            print(f"  evaluating seed {r.config.seed} ({i + 1}/{len(models)}): {n_tasks} tasks ({what}), "
-                  f"{n_steps} steps{'' if reembed else ', no re-embedding'}", file=sys.stderr, flush=True)
-        X, init = evaluation_tasks(r.config, n_tasks, **task_options)
-        model = r.config.model.at_k(task_options.get("k", r.config.k))
-        c, f = model_curve(r.theta, model, X, init, n_steps, reembed=reembed, engine=engine)
-        model_c.append(c), finite.append(f)
-        lloyd_c.append(lloyd_curve(X, init, n_steps)[0])
-    return np.array(model_c), np.array(lloyd_c), np.array(finite)
+    engine = Engine() if engine is None else engine
+    jobs = [evaluate_job_of(r, n_steps, n_tasks, reembed, task_options) for r in models]
+    results = run_jobs(jobs, None, engine.client, options=dict(threads=engine.threads, progress=progress))
+    return tuple(np.array([r[key] for r in results]) for key in ("model", "lloyd", "finite"))
+
+
+def evaluate_job_of(result, n_steps, n_tasks, reembed=True, task_options=None):
+    """The :class:`~kmt_ref.programs.jobs.Job` that evaluates the model of ``result`` (a
+    :class:`~kmt_ref.learning.train.TrainResult` read from its checkpoint) as :func:`evaluate_job` does.
+
+    A committed checkpoint is named relative to the committed results, so that a worker finds it in its own
+    installation; any other by its absolute path (the workers must see it).
+    """
+    if result.path is None:
+        raise ValueError("only a model with a checkpoint (TrainResult.path) can be evaluated as a job")
+    path = os.path.abspath(result.path)
+    inside = os.path.commonpath([path, os.path.abspath(RESULTS_DIR)]) == os.path.abspath(RESULTS_DIR)
+    inputs = dict(checkpoint=os.path.relpath(path, RESULTS_DIR) if inside else path, committed=inside,
+                  step=int(result.step), n_steps=int(n_steps), n_tasks=int(n_tasks), reembed=bool(reembed),
+                  task_options=dict(task_options or {}))
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+    return Job("evaluate", f"seed{result.config.seed}-{digest}", inputs)
+
+
+def evaluate_job(directory, checkpoint, committed, step, n_steps, n_tasks, reembed, task_options, threads=1,
+                 progress=False):
+    """One model evaluated, as a job (:mod:`kmt_ref.programs.jobs`): its log-objective curve over ``n_steps``
+    layers, the fraction of tasks with finite centers, and Lloyd's curve, on ``n_tasks`` held-out tasks of its
+    seed (:func:`~kmt_ref.learning.evaluate.evaluation_tasks` with ``task_options``).
+
+    The model is read from ``checkpoint`` (relative to the committed results if ``committed``), which must
+    be at ``step`` (the model the job was made for). ``directory`` is unused: the result is returned,
+    not kept (an evaluation takes minutes and depends on the code as much as on the model).
+    """
+    r = load_result(os.path.join(RESULTS_DIR, checkpoint) if committed else checkpoint)
+    if r.step != step:
+        raise ValueError(f"{checkpoint} is at step {r.step}, not at step {step} as when the job was made")
+    if progress:
+        what = ", ".join(f"{k}={v}" for k, v in task_options.items()) or "training distribution"
+        print(f"  evaluating seed {r.config.seed}: {n_tasks} tasks ({what}), {n_steps} steps"
+              f"{'' if reembed else ', no re-embedding'}", file=sys.stderr, flush=True)
+    X, init = evaluation_tasks(r.config, n_tasks, **task_options)
+    model = r.config.model.at_k(task_options.get("k", r.config.k))
+    curve, finite = model_curve(r.theta, model, X, init, n_steps, reembed=reembed, engine=Engine(threads))
+    return dict(model=curve.tolist(), lloyd=lloyd_curve(X, init, n_steps)[0].tolist(), finite=finite.tolist())
 
 
 def _summary(curves):
@@ -226,6 +262,30 @@ def ablation(scale="quick", results_dir=None, train_missing=True, progress=True,
         lloyd_final=_finite(ll[:, -1]), d_only_final=_finite(m[:, -1]),
         val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
     )
+
+
+def precision(scale="paper", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
+    """The layer trained with float32 steps beside the float64-trained one of the same seed, over 20 steps.
+
+    The two runs share everything but the arithmetic of their steps (the same initial parameters, batches
+    and validation tasks), and are evaluated in float64 on the same held-out tasks; ``seconds_per_step``
+    is each run's recorded wall time over its steps (one core each, on whatever load the machine had).
+    """
+    s = SCALES[scale]
+    out = {}
+    for arithmetic in ("float64", "float32"):
+        overrides = {} if arithmetic == "float64" else dict(precision="float32")
+        models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine, **overrides)
+        m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
+        out[arithmetic] = dict(**_status(models), curve=_summary(m), final=_finite(m[:, -1]),
+                               val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
+                               seconds_per_step=[float(r.wall_time / max(1, r.step)) for r in models])
+        out["lloyd"] = dict(seeds=[r.config.seed for r in models], final=_finite(ll[:, -1]))
+    if out["float32"]["seeds"] != out["float64"]["seeds"]:
+        raise ValueError(f"float32 models for seeds {out['float32']['seeds']} but float64 ones for "
+                         f"{out['float64']['seeds']}: compare the same seeds (--seeds)")
+    status = dict(_status(models), partial=out["float64"]["partial"] or out["float32"]["partial"])
+    return dict(**status, **out)
 
 
 #: The authors' attention dropout, which their model keeps active at evaluation.

@@ -1,7 +1,8 @@
 """Jobs: the units of the paper's protocol, run in-process or on a Dask cluster.
 
 A job is a pure function of its inputs: one cell of the parameter sweep,
-one model trained (its setting and seed). :func:`run_job` writes the result
+one model trained (its setting and seed), one model evaluated (run with no
+result file: an evaluation is recomputed, never read back). :func:`run_job` writes the result
 to one JSON file named by the inputs, ``DIR/jobs/<kind>/<name>.json``, and
 skips a job whose file exists and holds the same inputs. The file is written
 whole or not at all (a temporary file renamed into place), so a job stopped
@@ -39,6 +40,7 @@ __all__ = ["Job", "JOB_KINDS", "run_job", "run_jobs", "finished", "job_seconds",
 JOB_KINDS = {
     "paper-sweep-cell": ("kmt_ref.programs.paper_sweep:cell_job", None),
     "train": ("kmt_ref.programs.experiments:train_job", "kmt_ref.programs.experiments:train_job_holds"),
+    "evaluate": ("kmt_ref.programs.experiments:evaluate_job", None),
 }
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..learning.protocols import PAPER_LEARNING
 
-__all__ = ["learning", "eval_dropout", "ablation", "shifted", "training_curves", "any_k", "multi_step",
+__all__ = ["learning", "precision", "eval_dropout", "ablation", "shifted", "training_curves", "any_k", "multi_step",
            "real_data", "weights", "dissection"]
 
 
@@ -45,6 +45,19 @@ def learning(result):
                      "to beat Lloyd there)")
     if result.get("note"):
         lines.append("note: " + result["note"])
+    return lines
+
+
+def precision(result):
+    lines = ["the [x | y] layer trained with float32 steps beside the float64-trained one (same seed, same tasks);",
+             "mean log k-means objective after 20 steps on held-out tasks, final validation ratio, seconds per step:"]
+    for i, seed in enumerate(result["float32"]["seeds"]):
+        lines.append(f"  seed {seed}: Lloyd {_fmt(result['lloyd']['final'][i])}")
+        for arithmetic in ("float64", "float32"):
+            r = result[arithmetic]
+            lines.append(f"    trained in {arithmetic}: {_fmt(r['final'][i])}   validation ratio "
+                         f"{r['val_ratio_final'][i]:.3f}   {r['seconds_per_step'][i]:.3f} s/step "
+                         f"({r['steps_done'][i]:,} of {r['n_steps']:,} steps)")
     return lines
 
 
