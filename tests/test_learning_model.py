@@ -248,3 +248,19 @@ def test_the_pytorch_step_computes_our_loss_and_gradient():
     torch_loss, torch_grad = torch_step(theta, X, init, config)()
     assert abs(torch_loss - loss) < 1e-5 * abs(loss)
     assert np.max(np.abs(torch_grad - g)) < 1e-4 * np.max(np.abs(g))
+
+
+def test_the_step_timing_sets_float32_beside_float64_and_says_when_pytorch_is_missing(monkeypatch):
+    import sys
+
+    from kmt_ref.programs.training_bench import format_training_step, time_training_step
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    res = time_training_step(n=16, d=2, k=3, batch=4, repeats=1, threads=(1, 2), generic=False,
+                             precisions=("float64", "float32"), torch=True)
+    assert res["threads_identical"] is True and res["setting"]["torch"] is False
+    assert 0 < res["float32_grad_difference"] < 1e-4 and "torch float32" not in res
+    text = format_training_step(res)
+    assert "float32, 2 threads" in text and "PyTorch not installed" in text
+    with pytest.raises(ValueError, match="precisions"):
+        time_training_step(n=16, d=2, k=3, batch=4, repeats=1, precisions=("float32",))
