@@ -209,3 +209,17 @@ def test_git_revision_is_the_packages_checkout_wherever_it_runs(monkeypatch, tmp
         pytest.skip("the package does not run from a git checkout")
     monkeypatch.chdir(tmp_path)  # not a repository: the revision must still be the package's
     assert experiments.git_revision().removesuffix("+dirty") == head.stdout.strip()
+
+
+def test_precision_sets_float32_models_beside_the_float64_ones_of_the_same_seeds(tiny, capsys):
+    out = registry.run_experiment("precision", "quick", tiny, progress=False)
+    assert out["float32"]["seeds"] == out["float64"]["seeds"] == out["lloyd"]["seeds"] == [0, 1]
+    assert protocols.load_result(protocols.checkpoint_path("quick", "d+k", 1, tiny, precision="float32")
+                                 ).config.precision == "float32"
+    assert protocols.load_result(protocols.checkpoint_path("quick", "d+k", 1, tiny)).config.precision == "float64"
+    # same tasks and initial parameters, other arithmetic: close, not equal
+    assert out["float32"]["final"] != out["float64"]["final"]
+    np.testing.assert_allclose(out["float32"]["final"], out["float64"]["final"], rtol=0.05)
+    assert all(t > 0 for t in out["float32"]["seconds_per_step"])
+    assert main(["reproduce", "precision", "--quick", "--report", "--results-dir", tiny]) == 0
+    assert "trained in float32" in capsys.readouterr().out

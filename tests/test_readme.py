@@ -81,6 +81,15 @@ def test_readme_training_times_are_the_committed_ones():
     assert said is not None and list(said.groups()) == minutes
 
 
+def test_readme_float32_numbers_are_the_committed_ones():
+    text = (ROOT / "README.md").read_text()
+    said = re.search(r"trained with float32 steps \(`train --precision float32`, seed (\d+); `reproduce precision\s+"
+                     r"--report`\) ends at ([0-9.]+), the float64-trained one of that seed at ([0-9.]+)", text)
+    prec = json.loads((ROOT / "kmt_ref/results/learning/paper/precision.json").read_text())
+    assert said is not None and said.groups() == (str(prec["float32"]["seeds"][0]), f"{prec['float32']['final'][0]:.3f}",
+                                                  f"{prec['float64']['final'][0]:.3f}")
+
+
 def test_readme_eval_dropout_numbers_are_the_committed_ones():
     text = (ROOT / "README.md").read_text()
     said = re.search(r"evaluated\s+that way \(`reproduce eval-dropout --report`\), the `\[x \| y\]` models give "

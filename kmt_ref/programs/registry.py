@@ -92,6 +92,9 @@ EXPERIMENTS = {e.name: e for e in (
                run=experiments.kmeanspp, report=reports.shifted),
     Experiment("families", "paper Table 1, Fig. 11", "other mixture families and options",
                run=experiments.families, report=reports.shifted),
+    Experiment("precision", "", "the learned layer of Fig. 4a trained with float32 steps beside the float64-trained "
+               "one of the same seed (train --precision float32)", scales=("paper", "quick"),
+               run=experiments.precision, report=reports.precision),
     Experiment("weights", "paper Fig. 5", "learned weights next to the construction",
                run=experiments.weights, report=reports.weights),
     Experiment("training-curves", "paper Fig. 9, 10a, 10b", "training loss and validation ratio for the paper's "
