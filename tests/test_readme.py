@@ -86,8 +86,9 @@ def test_readme_float32_numbers_are_the_committed_ones():
     said = re.search(r"trained with float32 steps \(`train --precision float32`, seed (\d+); `reproduce precision\s+"
                      r"--report`\) ends at ([0-9.]+), the float64-trained one of that seed at ([0-9.]+)", text)
     prec = json.loads((ROOT / "kmt_ref/results/learning/paper/precision.json").read_text())
-    assert said is not None and said.groups() == (str(prec["float32"]["seeds"][0]), f"{prec['float32']['final'][0]:.3f}",
-                                                  f"{prec['float64']['final'][0]:.3f}")
+    f32, f64 = prec["float32"], prec["float64"]
+    assert said is not None
+    assert said.groups() == (str(f32["seeds"][0]), f"{f32['final'][0]:.3f}", f"{f64['final'][0]:.3f}")
 
 
 def test_readme_eval_dropout_numbers_are_the_committed_ones():
