@@ -107,6 +107,10 @@ def test_finished_only_gathers_the_cells_a_running_sweep_has_done_and_computes_n
     assert "those finished only" in capsys.readouterr().err
     with pytest.raises(ValueError, match="finished_only needs the directory"):
         ps.run_paper_sweep(finished_only=True)
+    # A folder without kept cells is named, not gathered into an empty sweep that the report cannot compare.
+    with pytest.raises(SystemExit):
+        kmt_main(["reproduce", "paper-sweep", "--full", "--finished-only", "--out", str(tmp_path / "x" / "s.json")])
+    assert "no finished cells under" in capsys.readouterr().err
 
 
 def test_full_puts_the_committed_cells_first_and_adds_every_other_cell():

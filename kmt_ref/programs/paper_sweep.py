@@ -172,6 +172,9 @@ def run_paper_sweep(seed=0, grid=None, progress=False, full=False, directory=Non
         if directory is None:
             raise ValueError("finished_only needs the directory that holds the cells' results")
         jobs = [job for job in jobs if finished(job, directory) is not None]
+        if not jobs:
+            raise ValueError(f"no finished cells under {os.path.join(directory, 'jobs', 'paper-sweep-cell')}: "
+                             "--finished-only gathers the cells kept beside --out by a run with the same --out")
     results = run_jobs(jobs, directory, client, progress)
     rows = [[job.inputs[a] for a in _AXES] + result["losses"] for job, result in zip(jobs, results, strict=True)]
     timed = {}
