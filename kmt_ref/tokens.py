@@ -24,6 +24,8 @@ blocks:
 
 import numpy as np
 
+from ._validation import float_type
+
 __all__ = ["TokenLayout"]
 
 _KNOWN = ("x", "y", "sqnorm", "one")
@@ -100,7 +102,7 @@ class TokenLayout:
         return self._tokens(X, is_center=False), self._tokens(C, is_center=True)
 
     def _tokens(self, Z, is_center):
-        T = np.zeros(Z.shape[:-1] + (self.width,), dtype=np.result_type(Z.dtype, np.float32))
+        T = np.zeros(Z.shape[:-1] + (self.width,), dtype=float_type(Z))
         T[..., self.slices["x"]] = Z
         if "y" in self.slices and is_center:
             T[..., self.slices["y"]] = np.eye(self.k)

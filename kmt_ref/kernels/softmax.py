@@ -65,7 +65,7 @@ def softmax_inplace(S):
     if dead.any():
         # Multiplying by a 0/1 mask is several times faster than a masked copy; it turns a
         # score of -inf into nan, which the (rare) repair below sets to the 0 it should be.
-        keep = (1 - dead).astype(S.dtype)
+        keep = np.subtract(1, dead, dtype=S.dtype)
         S *= keep
         np.exp(S, out=S)
         S *= keep

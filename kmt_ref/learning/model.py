@@ -119,7 +119,7 @@ class ModelConfig:
     @property
     def gamma(self):
         """The score factor, ``1 / sqrt(D)`` as in the authors' model (``1 / sqrt(d)`` when tied)."""
-        return 1.0 / float(np.sqrt(self.d if self.tied else self.width))
+        return 1.0 / np.sqrt(self.d if self.tied else self.width)
 
     @property
     def n_params(self):

@@ -103,8 +103,8 @@ class TrainConfig:
     seed : int
     precision : {"float64", "float32"}
         Arithmetic of a step's forward and backward pass. ``"float32"``
-        runs them in float32, as the authors' PyTorch model does (about
-        twice as fast); the parameters, Adam's moments and the validation
+        runs them in float32, as the authors' PyTorch model does (faster:
+        ``python -m kmt_ref bench`` measures by how much); the parameters, Adam's moments and the validation
         stay float64, and the gradient is taken back to float64 before the
         update.
     """

@@ -174,7 +174,7 @@ def train_command(argv=()):
     parser.add_argument("--lr", type=positive_number, help="initial Adam learning rate (paper: 0.01)")
     parser.add_argument("--precision", choices=("float64", "float32"),
                         help="arithmetic of each step's forward and backward pass (default float64; float32 is "
-                        "about twice as fast; parameters and validation stay float64)")
+                        "faster, as bench measures; parameters and validation stay float64)")
     _cluster_options(parser, "train")
     args = parser.parse_args(list(argv))
     scale = args.scale or "quick"

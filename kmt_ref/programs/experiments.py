@@ -174,7 +174,8 @@ def _curves(models, n_steps, n_tasks, reembed=True, progress=True, engine=None, 
     """
     engine = Engine() if engine is None else engine
     jobs = [evaluate_job_of(r, n_steps, n_tasks, reembed, task_options) for r in models]
-    results = run_jobs(jobs, None, engine.client, options=dict(threads=engine.threads, progress=progress))
+    results = run_jobs(jobs, None, engine.client,
+                       options=dict(threads=engine.threads, reference=engine.reference, progress=progress))
     return tuple(np.array([r[key] for r in results]) for key in ("model", "lloyd", "finite"))
 
 
@@ -197,14 +198,15 @@ def evaluate_job_of(result, n_steps, n_tasks, reembed=True, task_options=None):
 
 
 def evaluate_job(directory, checkpoint, committed, step, n_steps, n_tasks, reembed, task_options, threads=1,
-                 progress=False):
+                 reference=False, progress=False):
     """One model evaluated, as a job (:mod:`kmt_ref.programs.jobs`): its log-objective curve over ``n_steps``
     layers, the fraction of tasks with finite centers, and Lloyd's curve, on ``n_tasks`` held-out tasks of its
     seed (:func:`~kmt_ref.learning.evaluate.evaluation_tasks` with ``task_options``).
 
     The model is read from ``checkpoint`` (relative to the committed results if ``committed``), which must
-    be at ``step`` (the model the job was made for). ``directory`` is unused: the result is returned,
-    not kept (an evaluation takes minutes and depends on the code as much as on the model).
+    be at ``step`` (the model the job was made for). ``threads``, ``reference``: the
+    :class:`~kmt_ref.engine.Engine` it runs on. ``directory`` is unused: the result is returned, not kept
+    (an evaluation takes minutes and depends on the code as much as on the model).
     """
     r = load_result(os.path.join(RESULTS_DIR, checkpoint) if committed else checkpoint)
     if r.step != step:
@@ -215,7 +217,8 @@ def evaluate_job(directory, checkpoint, committed, step, n_steps, n_tasks, reemb
               f"{'' if reembed else ', no re-embedding'}", file=sys.stderr, flush=True)
     X, init = evaluation_tasks(r.config, n_tasks, **task_options)
     model = r.config.model.at_k(task_options.get("k", r.config.k))
-    curve, finite = model_curve(r.theta, model, X, init, n_steps, reembed=reembed, engine=Engine(threads))
+    curve, finite = model_curve(r.theta, model, X, init, n_steps, reembed=reembed,
+                                 engine=Engine(threads, reference))
     return dict(model=curve.tolist(), lloyd=lloyd_curve(X, init, n_steps)[0].tolist(), finite=finite.tolist())
 
 
