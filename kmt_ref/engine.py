@@ -54,17 +54,21 @@ class Engine:
             return attention.attend(Zq, Zk, block, rng)
         return kernels.attend(Zq, Zk, block, rng, self.pool)
 
-    def residual(self, Z, Zq, Zk1, block1, Zk2, block2, rng=None):
+    def residual(self, Z, Zq, Zk1, block1, Zk2, block2, rng=None, overwrite=False):
         """``Z + attend(Zq, Zk1, block1) + attend(Zq, Zk2, block2)``, in that order.
 
         With the fast kernels on plain arrays, each block's output is added
         on the coordinates it writes only, into one copy of ``Z``: the same
         sums (adding the zeros of the other coordinates changes nothing),
-        without full-width temporaries.
+        without full-width temporaries. ``overwrite=True`` (the caller owns
+        ``Z``, which is ``Zq``): into ``Z`` itself where ``block2`` reads
+        nothing that ``block1`` writes (:func:`kmt_ref.kernels.writes_unread`),
+        the same numbers without the copy.
         """
         if self.reference or not kernels.is_plain(Z, Zq, Zk1, Zk2, block1, block2):
             return Z + self.attend(Zq, Zk1, block1, rng) + self.attend(Zq, Zk2, block2, rng)
-        out = Z.copy()
+        in_place = overwrite and Z is Zq and kernels.writes_unread(block1, block2, Z.shape[-1], Zk2 is Z)
+        out = Z if in_place else Z.copy()
         for Zk, block in ((Zk1, block1), (Zk2, block2)):
             kernels.add_attention(out, Zq, Zk, block, rng)
         return out

@@ -198,7 +198,7 @@ def _best_two_few(s):
     return best, lowest, second
 
 
-def nearest_center(X, C, frame=None):
+def nearest_center(X, C, frame=None, *, ties=False):
     """Index of the nearest center of every point, as exact arithmetic decides; exact ties go to the lowest index.
 
     The arg-min uses ``|c'|^2 - 2 x'.c'`` with ``x' = x - o`` and
@@ -219,10 +219,15 @@ def nearest_center(X, C, frame=None):
         One set of centers per task of a batch.
     frame : PointFrame, optional
         ``point_frame(X, o)`` for an origin ``o`` inside the data (default: the first center).
+    ties : bool
+        Also return the points with more than one nearest center.
 
     Returns
     -------
     labels : ndarray of int, shape (n,) or (B, n)
+    tied : dict, only with ``ties=True``
+        ``{index of the point in labels: boolean mask (k,) of its nearest centers}`` for every point at
+        an exact tie (what the hardmax attention averages over).
     """
     n, k, d = X.shape[-2], C.shape[-2], X.shape[-1]
     batch = X.shape[:-2]
@@ -234,6 +239,7 @@ def nearest_center(X, C, frame=None):
     few = k <= FEW_CENTERS
     rows = max(1, ASSIGN_ELEMENTS // (k * max(1, int(np.prod(batch, dtype=int)))))
     labels = np.empty(batch + (n,), dtype=np.intp)
+    tied = {}
     for start in range(0, n, rows):
         part = slice(start, start + rows)
         points = frame.points[..., part, :]
@@ -251,8 +257,11 @@ def nearest_center(X, C, frame=None):
             for index in zip(*np.nonzero(close), strict=True):
                 point = index[:-1] + (start + index[-1],)
                 # the given coordinates: the shifts by the origin may themselves have rounded
-                labels[point] = np.argmax(exact_nearest(X[point], C[index[:-1]]))
-    return labels
+                nearest = exact_nearest(X[point], C[index[:-1]])
+                labels[point] = np.argmax(nearest)
+                if ties and np.count_nonzero(nearest) > 1:
+                    tied[point] = nearest
+    return (labels, tied) if ties else labels
 
 
 def assigned_squared_distances(X, C, labels):

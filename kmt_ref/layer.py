@@ -47,7 +47,7 @@ from ._validation import (
 )
 from .attention import NORMALIZERS
 from .engine import Engine
-from .geometry import nearest_center
+from .geometry import ASSIGN_ELEMENTS, nearest_center
 from .tokens import TokenLayout
 from .trajectory import Trajectory, iterate
 
@@ -60,7 +60,7 @@ MAX_KEPT_BYTES = 2**31
 BLOCK_NAMES = ("CAX", "SAX", "CAC", "SAC")
 
 
-def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, engine=None):
+def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, engine=None, overwrite=False):
     """Apply one layer to point tokens ``P`` and center tokens ``Q``.
 
     Parameters
@@ -85,6 +85,9 @@ def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, engine=Non
         How the blocks are computed (:class:`kmt_ref.engine.Engine`; default
         ``Engine()``: the fast kernels on one thread). The reference engine
         :data:`kmt_ref.engine.REFERENCE` computes the same numbers.
+    overwrite : bool
+        ``P`` and ``Q`` may be overwritten by the new tokens (a run that owns
+        its tokens: one pass over them less per residual; the same numbers).
 
     Returns
     -------
@@ -92,8 +95,8 @@ def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, engine=Non
     """
     engine = Engine() if engine is None else engine
     # Both point blocks read the OLD P; both center blocks read the NEW P.
-    P = engine.residual(P, P, *_write_order(P, Q, blocks["CAX"], blocks["SAX"]), rng)
-    Q = engine.residual(Q, Q, *_write_order(Q, P, blocks["CAC"], blocks["SAC"]), rng)
+    P = engine.residual(P, P, *_write_order(P, Q, blocks["CAX"], blocks["SAX"]), rng, overwrite)
+    Q = engine.residual(Q, Q, *_write_order(Q, P, blocks["CAC"], blocks["SAC"]), rng, overwrite)
     if ffn is not None:
         Q = Q + ffn(Q)
     if norm is not None:
@@ -113,6 +116,22 @@ def _write_order(own, keys, cross, reset):
     if reset.normalizer == "identity":
         return own, reset, keys, cross
     return keys, cross, own, reset
+
+
+def _labels(Y):
+    """The arg-max of every row of an assignment block ``Y`` (..., n, k) and whether all of it is finite.
+
+    A cache-sized chunk of rows at a time: NumPy's arg-max of a block of wider tokens is several times
+    slower in one call.
+    """
+    labels = np.empty(Y.shape[:-1], dtype=np.intp)
+    finite = True
+    rows = max(1, ASSIGN_ELEMENTS // Y.shape[-1])
+    for a in range(0, Y.shape[-2], rows):
+        part = Y[..., a : a + rows, :]
+        labels[..., a : a + rows] = np.argmax(part, axis=-1)
+        finite = finite and bool(np.isfinite(part).all())
+    return labels, finite
 
 
 class KMeansTransformer:
@@ -386,13 +405,14 @@ class KMeansTransformer:
             nonlocal P, Q, first_bad
             if reembed and t > 0:
                 P, Q = self._embed(X, C)
-            P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng, engine=engine)
+            P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng, engine=engine, overwrite=True)
             if not has_y:
                 return layout.read(Q, "x"), nearest_center(X, C)
             Y = layout.read(P, "y")
-            if first_bad is None and not np.all(np.isfinite(Y)):
+            labels, finite = _labels(Y)
+            if first_bad is None and not finite:
                 first_bad = t
-            return layout.read(Q, "x"), np.argmax(Y, axis=-1), Y
+            return layout.read(Q, "x"), labels, Y
 
         with np.errstate(**({"over": "ignore", "invalid": "ignore"} if diverged == "return" else {})):
             # centers[0] is the embedded init read back: C unless a norm rescaled it

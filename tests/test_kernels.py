@@ -65,6 +65,56 @@ def test_every_block_attends_the_same_through_the_kernels_and_the_reference(name
             assert not np.any(np.delete(fast, np.arange(fast.shape[-1])[rows], axis=-1))
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_a_layer_that_may_overwrite_its_tokens_computes_the_same_numbers(name):
+    model = MODELS[name]()
+    X, init, _ = kmt_ref.gaussian_mixture(np.random.default_rng(5), n=90, d=3, k=4)
+    P, Q = model._embed(X, init)
+    for _ in range(3):
+        kept = P.copy(), Q.copy()
+        copied = transformer_layer(P, Q, model.blocks, model.ffn, model.norm, rng=np.random.default_rng(7))
+        np.testing.assert_array_equal(P, kept[0])  # without overwrite, the tokens are never written
+        np.testing.assert_array_equal(Q, kept[1])
+        mine = P.copy(), Q.copy()
+        overwritten = transformer_layer(*mine, model.blocks, model.ffn, model.norm, rng=np.random.default_rng(7),
+                                        overwrite=True)
+        for a, b in zip(overwritten, copied, strict=True):
+            np.testing.assert_array_equal(a, b)
+        P, Q = copied
+
+
+def test_only_a_residual_whose_second_block_reads_nothing_the_first_writes_is_added_in_place():
+    # Theorem 2.1: the resets write what the cross-attentions do not read; both residuals in place.
+    model = kmt_ref.lloyd_transformer(3, 4)
+    X = np.random.default_rng(2).random((30, 3))
+    P, Q = model.layout.embed(X, X[:4])
+    P1, Q1 = transformer_layer(P, Q, model.blocks, overwrite=True)
+    assert P1 is P and Q1 is Q
+    width = model.layout.width
+    assert kernels.writes_unread(model.blocks["SAX"], model.blocks["CAX"], width, keys_are_tokens=False)
+    # cross-attention first (the order of a softmax reset): SAX reads the assignments CAX writes
+    assert not kernels.writes_unread(model.blocks["CAX"], model.blocks["SAX"], width, keys_are_tokens=True)
+    learned = MODELS["learned (d+k tokens)"]()
+    P, Q = learned.layout.embed(X, X[:4])
+    P1, Q1 = transformer_layer(P, Q, learned.blocks, overwrite=True)
+    assert P1 is not P and Q1 is not Q
+
+
+def test_the_hardmax_adds_each_points_nearest_centers_ids_exactly_at_ties():
+    # x = 1 is exactly halfway between 0 and 2, x = 0.5 is not; the id rows are added where they are 1.
+    model = kmt_ref.lloyd_transformer(1, 3)
+    block = model.blocks["CAX"]
+    P, Q = model.layout.embed(np.array([[1.0], [0.5], [5.0]]), np.array([[0.0], [2.0], [2.0]]))
+    out = np.full(P.shape, -0.25)
+    kernels.add_attention(out, P, Q, block)
+    np.testing.assert_array_equal(out[:, 1:], [[-0.25 + 1 / 3] * 3, [0.75, -0.25, -0.25], [-0.25, 0.25, 0.25]])
+    np.testing.assert_array_equal(out[:, 0], -0.25)
+    labels, tied = kmt_ref.geometry.nearest_center(np.array([[1.0], [0.5]]), np.array([[0.0], [2.0], [2.0]]), ties=True)
+    np.testing.assert_array_equal(labels, [0, 0])
+    assert list(tied) == [(0,)]
+    np.testing.assert_array_equal(tied[(0,)], [True, True, True])
+
+
 def test_batches_of_tasks_run_the_same_as_one_task_at_a_time():
     model = kmt_ref.lloyd_transformer(2, 3, gamma=30.0, config="all-attention")
     rng = np.random.default_rng(5)
@@ -154,16 +204,22 @@ def test_linear_attention_over_chunks_of_keys_equals_lloyd_with_an_empty_cluster
         streamed(-np.ones((2, 3)), np.ones((300, 3)), X, block.score)
 
 
-def test_streamed_linear_attention_with_the_ids_as_queries_skips_the_product_and_not_a_bit(monkeypatch):
-    # CAC's queries are the centers' ids (the identity): its scores are then the keys, transposed.
+def test_streamed_linear_attention_with_the_ids_as_queries_skips_the_product(monkeypatch):
+    # CAC's queries are the centers' ids (the identity): its scores are then the keys, transposed, and the
+    # sums are read from them as they lie (equal to rounding to the product's, not bit for bit: BLAS sums a
+    # transposed operand in another order).
     monkeypatch.setattr(kernels.plain, "STREAM_ELEMENTS", 64)
+    monkeypatch.setattr(kernels.plain, "ASSIGN_ELEMENTS", 64)
     rng = np.random.default_rng(8)
     keys = rng.random((500, 6)) * (rng.random((500, 6)) < 0.4)
     keys[:, 5] = 0.0  # a center with no point: uniform attention
     values = rng.normal(size=(500, 3))
+    product = kernels.plain.linear_over_keys(np.eye(6), keys, values, "dot")
+    monkeypatch.setitem(kernels.plain.SCORES, "dot", None)  # the shortcut computes no score
     shortcut = kernels.plain.linear_over_keys(np.eye(6), keys, values, "dot")
-    monkeypatch.setattr(kernels.plain, "is_identity", lambda a: False)
-    np.testing.assert_array_equal(shortcut, kernels.plain.linear_over_keys(np.eye(6), keys, values, "dot"))
+    np.testing.assert_allclose(shortcut, product, rtol=1e-14, atol=1e-16)
+    exact = np.array([values[keys[:, j] > 0].T @ keys[keys[:, j] > 0, j] / keys[:, j].sum() for j in range(5)])
+    np.testing.assert_allclose(shortcut[:5], exact, rtol=1e-13)
     np.testing.assert_allclose(shortcut[5], values.mean(axis=0), rtol=1e-14)
 
 

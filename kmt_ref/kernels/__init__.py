@@ -45,9 +45,9 @@ every construction, variant and the learned model, is a test
   results are bit-identical.
 """
 
-from .fast import add_attention, attend, attend_parts, is_plain
+from .fast import add_attention, attend, attend_parts, is_plain, writes_unread
 from .softmax import euclidean_softmax_attention, project
 from .structure import structure
 
-__all__ = ["add_attention", "attend", "attend_parts", "is_plain", "structure", "euclidean_softmax_attention",
-           "project"]
+__all__ = ["add_attention", "attend", "attend_parts", "is_plain", "writes_unread", "structure",
+           "euclidean_softmax_attention", "project"]

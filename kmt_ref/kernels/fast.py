@@ -18,7 +18,7 @@ from .pool import CACHE_ELEMENTS
 from .softmax import SERIAL, euclidean_softmax_attention, project, query_rows
 from .structure import structure
 
-__all__ = ["add_attention", "attend", "attend_parts", "is_plain"]
+__all__ = ["add_attention", "attend", "attend_parts", "is_plain", "writes_unread"]
 
 
 def is_plain(*operands):
@@ -83,6 +83,8 @@ def attend_parts(Zq, Zk, block, rng=None, pool=SERIAL):
         # (decided per task, so that a task's numbers do not depend on its batch).
         return plain.linear_over_keys(queries, keys, values, block.score), rows
     identity = plain.is_identity(values)
+    if block.score == "euclidean" and block.normalizer == "hardmax":  # chunked by nearest_center itself
+        return plain.euclidean_hardmax(queries, keys, None if identity else values), rows
     if m <= chunk:
         return plain.plain_chunk(queries, keys, values, block, norm, extra, identity), rows
     out = np.empty(np.broadcast_shapes(queries.shape[:-2], values.shape[:-2]) + (m, values.shape[-1]))
@@ -90,6 +92,28 @@ def attend_parts(Zq, Zk, block, rng=None, pool=SERIAL):
         out[..., a : a + chunk, :] = plain.plain_chunk(queries[..., a : a + chunk, :], keys, values, block, norm,
                                                        extra, identity)
     return out, rows
+
+
+def _mask(index, width):
+    """The coordinates an index (None: all) selects, as a boolean mask of ``width``."""
+    mask = np.zeros(width, dtype=bool)
+    mask[slice(None) if index is None else index] = True
+    return mask
+
+
+def writes_unread(first, second, width, keys_are_tokens):
+    """Whether no coordinate ``first`` writes is one ``second`` reads from the tokens.
+
+    Then a residual ``Z + first + second`` may add ``first`` into ``Z`` itself, before ``second``
+    reads ``Z``: ``second`` sees what it would have seen in a copy. ``second`` reads its queries'
+    coordinates of the tokens, and its keys' and values' too when its keys are the tokens
+    (``keys_are_tokens``). Plain blocks of ``width`` coordinates.
+    """
+    st = structure(second)
+    read = _mask(st.queries.cols, width)
+    if keys_are_tokens:
+        read |= _mask(st.keys.cols, width) | _mask(st.values.cols, width)
+    return not np.any(read & _mask(structure(first).value_rows, width))
 
 
 def add_attention(out, Zq, Zk, block, rng=None):
@@ -104,6 +128,12 @@ def add_attention(out, Zq, Zk, block, rng=None):
         if st.values.sign == -1 and isinstance(st.value_rows, slice) and st.values.cols is not None:
             target = out[..., st.value_rows]
             np.subtract(target, Zk[..., st.values.cols], out=target)
+            return out
+    if out.ndim == 2 and block.score == "euclidean" and block.normalizer == "hardmax" and Zq.ndim == Zk.ndim == 2:
+        st = structure(block)
+        if isinstance(st.value_rows, slice) and plain.is_identity(st.values(Zk)):
+            # the nearest keys' ids (CAX writing assignments): one-hot rows added where they are 1
+            plain.add_euclidean_hardmax(out[:, st.value_rows], st.queries(Zq), st.keys(Zk))
             return out
     if out.ndim > 2 and not NORMALIZERS[block.normalizer].needs_rng:
         # A batch a task at a time: chunk sizes (and so BLAS's rounding) do not depend on the

@@ -1,7 +1,8 @@
 """Attention on plain arrays (nothing traced): one chunk of queries against all keys, by mechanism.
 
-The Euclidean hardmax ranks ``2 q.k - |k|^2`` and lets exact arithmetic decide
-where rounding could; the linear normalization divides by the row sums in one
+The Euclidean hardmax finds each query's nearest keys as Lloyd's algorithm
+finds nearest centers, exactly (and a layer adds its one-hot rows without
+making them); the linear normalization divides by the row sums in one
 pass, streaming the keys when a few queries face many; the softmaxes reuse the
 buffers of :mod:`kmt_ref.kernels.softmax`.
 """
@@ -9,10 +10,11 @@ buffers of :mod:`kmt_ref.kernels.softmax`.
 import numpy as np
 
 from ..attention import SCORES
-from ..geometry import exact_nearest, score_rounding_bound
+from ..geometry import ASSIGN_ELEMENTS, nearest_center
 from .softmax import euclidean_softmax_weights, softmax_inplace
 
-__all__ = ["plain_chunk", "linear_over_keys", "is_identity", "STREAM_ELEMENTS"]
+__all__ = ["plain_chunk", "linear_over_keys", "is_identity", "euclidean_hardmax", "add_euclidean_hardmax",
+           "STREAM_ELEMENTS"]
 
 #: Scores held at once by the plain-array paths when a query has many keys: a chunk of
 #: 8 MB stays in the outer cache (measured 1.5-2x faster than ``CHUNK_ELEMENTS`` for the
@@ -20,35 +22,45 @@ __all__ = ["plain_chunk", "linear_over_keys", "is_identity", "STREAM_ELEMENTS"]
 STREAM_ELEMENTS = 2**20
 
 
-def _euclidean_hardmax(queries, keys, values):
+def _nearest_keys(queries, keys):
+    """Each query's nearest key, as exact arithmetic decides, and the exact ties: :func:`nearest_center` on
+    the queries as points and the keys as centers (broadcast to one batch shape)."""
+    batch = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
+    q, k = (np.broadcast_to(a, batch + a.shape[-2:]) for a in (queries, keys))
+    return nearest_center(q, k, ties=True)
+
+
+def euclidean_hardmax(queries, keys, values):
     """Mean of the values of each query's nearest keys (sum over the arg-max set / its size).
 
     ``values=None`` stands for the identity (the result is then the weights).
-
-    Scores ``2 k.q - |k|^2`` are laid out keys by queries, so that the maximum
-    and the count over keys are element-wise operations between rows.
+    Ranking ``-||q - k||^2`` is finding the nearest key: the arg-max set is
+    the one exact arithmetic gives (:func:`~kmt_ref.geometry.nearest_center`,
+    which Lloyd's algorithm uses too), never one that rounding picked.
     """
-    St = np.matmul(2.0 * keys, np.swapaxes(queries, -1, -2))  # (..., r, m); doubling is exact
-    St -= np.sum(keys * keys, axis=-1)[..., :, None]
-    top = np.max(St, axis=-2)
-    best = St == top[..., None, :]
-    if St.shape[-2] > 1:
-        # Where a query's two best keys are closer than the scores' rounding, exact arithmetic decides
-        # (as nearest_center does for Lloyd's algorithm): rounding never picks the arg-max set. The
-        # runner-up is the best score left once the best ones are masked (a tie at the top is close
-        # anyway): two reductions between rows, where a partition along the key axis is strided.
-        tied = np.sum(best, axis=-2) > 1
-        np.putmask(St, best, -np.inf)  # St is this chunk's own array, not needed after this
-        batch = St.shape[:-2]
-        q = np.broadcast_to(queries, batch + queries.shape[-2:])
-        k = np.broadcast_to(keys, batch + keys.shape[-2:])
-        close = tied | (top - np.max(St, axis=-2) <= score_rounding_bound(q, k))
-        for index in zip(*np.nonzero(close), strict=True):
-            task = index[:-1]
-            best[task + (slice(None), index[-1])] = exact_nearest(q[index], k[task])
-    count = np.sum(best, axis=-2)[..., :, None]  # (..., m, 1)
-    members = np.swapaxes(best, -1, -2).astype(float)
-    return (members if values is None else np.matmul(members, values)) / count
+    labels, tied = _nearest_keys(queries, keys)
+    members = np.zeros(labels.shape + keys.shape[-2:-1])
+    np.put_along_axis(members, labels[..., None], 1.0, axis=-1)
+    for index, nearest in tied.items():
+        members[index] = nearest
+    out = members if values is None else np.matmul(members, values)
+    for index, nearest in tied.items():
+        out[index] /= np.count_nonzero(nearest)
+    return out
+
+
+def add_euclidean_hardmax(out, queries, keys):
+    """``out += euclidean_hardmax(queries, keys, None)`` for one task (2-D arrays), adding at each query's
+    nearest keys only: the other weights are zeros, and adding a zero changes no number (only a ``-0``
+    would become ``+0``). No (m, r) weights are made."""
+    labels, tied = _nearest_keys(queries, keys)
+    alone = np.ones(len(labels), dtype=bool)
+    for (i,), nearest in tied.items():
+        alone[i] = False
+        out[i] += nearest / np.count_nonzero(nearest)
+    rows = np.flatnonzero(alone)
+    out[rows, labels[rows]] += 1.0
+    return out
 
 
 def _check_nonnegative(scores):
@@ -85,13 +97,14 @@ def linear_over_keys(queries, keys, values, score):
         for i in np.ndindex(*batch):
             out[i] = linear_over_keys(q[i], k[i], v[i], score)
         return out
-    step = max(1, STREAM_ELEMENTS // queries.shape[0])
     # Identity queries (the centers' ids reading the points' assignments in CAC): each dot score is a
-    # key's coordinate, so the k x n x k product is a transpose (the same numbers).
+    # key's coordinate, so the k x n x k product is a transpose, which the product reads as it lies;
+    # its three passes (check, product, sum) over each chunk then run in a core's cache.
     ids = score == "dot" and is_identity(queries)
+    step = max(1, (ASSIGN_ELEMENTS if ids else STREAM_ELEMENTS) // queries.shape[0])
     num, total = 0.0, 0.0
     for b in range(0, keys.shape[0], step):
-        s = np.ascontiguousarray(keys[b : b + step].T) if ids else SCORES[score](queries, keys[b : b + step])
+        s = keys[b : b + step].T if ids else SCORES[score](queries, keys[b : b + step])
         _check_nonnegative(s)
         num = num + np.matmul(s, values[b : b + step])
         total = total + np.sum(s, axis=-1, keepdims=True)
@@ -109,7 +122,7 @@ def is_identity(values):
 def plain_chunk(q, keys, values, block, norm, extra, identity):
     """One chunk of queries against all keys, plain arrays."""
     if block.score == "euclidean" and block.normalizer == "hardmax":
-        return _euclidean_hardmax(q, keys, None if identity else values)
+        return euclidean_hardmax(q, keys, None if identity else values)
     if block.score == "euclidean" and block.normalizer == "softmax" and not block.params:
         weights = euclidean_softmax_weights(q, keys, block.gamma)
         return weights if identity else np.matmul(weights, values)
