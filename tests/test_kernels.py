@@ -83,6 +83,24 @@ def test_a_layer_that_may_overwrite_its_tokens_computes_the_same_numbers(name):
         P, Q = copied
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_blocks_added_into_the_tokens_a_chunk_at_a_time_compute_the_reference_numbers(name, monkeypatch):
+    # Chunks of a few queries: every block that is computed in chunks is added into the tokens chunk by chunk.
+    monkeypatch.setattr(kernels.fast, "CACHE_ELEMENTS", 16)
+    monkeypatch.setattr(kernels.plain, "STREAM_ELEMENTS", 16)
+    model = MODELS[name]()
+    X, init, _ = kmt_ref.gaussian_mixture(np.random.default_rng(6), n=70, d=3, k=4)
+    P, Q = model._embed(X, init)
+    for _ in range(2):
+        ref = transformer_layer(P, Q, model.blocks, model.ffn, model.norm, rng=np.random.default_rng(7),
+                                engine=REFERENCE)
+        fast = transformer_layer(P.copy(), Q.copy(), model.blocks, model.ffn, model.norm,
+                                 rng=np.random.default_rng(7), overwrite=True)
+        for a, b in zip(fast, ref, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+        P, Q = ref
+
+
 def test_only_a_residual_whose_second_block_reads_nothing_the_first_writes_is_added_in_place():
     # Theorem 2.1: the resets write what the cross-attentions do not read; both residuals in place.
     model = kmt_ref.lloyd_transformer(3, 4)

@@ -16,15 +16,16 @@ every construction, variant and the learned model, is a test
 * **Row chunks.** At most ``CHUNK_ELEMENTS`` scores exist at once, so the
   all-attention layer's point-to-point attention costs O(n x chunk) memory; plain
   arrays use small chunks that stay in the processor's cache.
-* **Euclidean hardmax** ranks ``2 q.k - |k|^2``: ``-|q|^2`` is the same for
-  every key of a query and cannot change its arg-max set. Where a query's two
-  best scores are closer than their rounding
-  (:func:`~kmt_ref.geometry.score_rounding_bound`), exact arithmetic decides
-  its arg-max set (:func:`~kmt_ref.geometry.exact_nearest`), as it does for
-  :func:`~kmt_ref.lloyd`: the one place where this path is *more* exact than
-  the reference, which ranks the rounded scores. The mean of the arg-max rows
-  is their sum divided by their count (see
-  :func:`~kmt_ref.attention.hardmax_average`).
+* **Euclidean hardmax** is each query's nearest keys: the arg-max set of
+  ``-||q - k||^2`` is found by :func:`~kmt_ref.geometry.nearest_center`, the
+  machinery of :func:`~kmt_ref.lloyd` (scores in cache-sized chunks; where a
+  query's two best are closer than their rounding, exact arithmetic decides,
+  :func:`~kmt_ref.geometry.exact_nearest`): the one place where this path is
+  *more* exact than the reference, which ranks the rounded scores. The mean
+  of the arg-max rows is their sum divided by their count (see
+  :func:`~kmt_ref.attention.hardmax_average`); a layer adds the ids of the
+  nearest keys (CAX's one-hot rows) where they are 1, without making the
+  (m, r) weights.
 * **Euclidean softmax** is an ``autograd`` primitive with a hand-written
   vector-Jacobian product (:func:`euclidean_softmax_attention`): it keeps no
   (m, r) intermediates for the backward pass, and ``exp`` is not evaluated
@@ -32,7 +33,14 @@ every construction, variant and the learned model, is a test
   primitive too (:func:`project`), so that a training step runs almost all
   of its work per task, on the threads; both give the gradient autograd
   gives for the operations written out, bit for bit.
-* **Linear** normalization divides by the row sums in one pass.
+* **Linear** normalization divides by the row sums in one pass; with the
+  ids as queries (CAC) its scores are the keys themselves, read transposed
+  where they lie.
+* **Into the residual stream.** A block's output is added on the
+  coordinates it writes, a chunk of queries at a time while in cache
+  (:func:`add_attention`); a run that owns its tokens adds into them without
+  a copy where the residual's second block reads nothing the first writes
+  (:func:`writes_unread`).
 * **A task at a time.** A layer on plain arrays (:func:`add_attention`) runs a
   batch ``(B, ...)`` task by task, so chunk sizes, and with them BLAS's
   rounding, do not depend on the batch: a task's numbers are those of running

@@ -30,12 +30,15 @@ def is_plain(*operands):
     return True
 
 
-def attend_parts(Zq, Zk, block, rng=None, pool=SERIAL):
+def attend_parts(Zq, Zk, block, rng=None, pool=SERIAL, add_to=None):
     """The block's output on the coordinates it writes: ``(out, rows)``.
 
     ``attend(Zq, Zk, block)[..., rows] == out`` and the other coordinates are
     0; ``rows`` is ``None`` when every coordinate may be written. Same
-    arguments as :func:`attend`.
+    arguments as :func:`attend`. ``add_to`` (plain arrays only): an array of
+    ``out``'s shape; where the output is computed a chunk of queries at a
+    time, each chunk is added into it while in cache, and ``out`` is
+    ``None`` (the caller adds any other ``out`` itself).
     """
     norm = NORMALIZERS[block.normalizer]
     if norm.needs_rng:
@@ -87,6 +90,11 @@ def attend_parts(Zq, Zk, block, rng=None, pool=SERIAL):
         return plain.euclidean_hardmax(queries, keys, None if identity else values), rows
     if m <= chunk:
         return plain.plain_chunk(queries, keys, values, block, norm, extra, identity), rows
+    if add_to is not None:
+        for a in range(0, m, chunk):
+            add_to[..., a : a + chunk, :] += plain.plain_chunk(queries[..., a : a + chunk, :], keys, values, block,
+                                                               norm, extra, identity)
+        return None, rows
     out = np.empty(np.broadcast_shapes(queries.shape[:-2], values.shape[:-2]) + (m, values.shape[-1]))
     for a in range(0, m, chunk):
         out[..., a : a + chunk, :] = plain.plain_chunk(queries[..., a : a + chunk, :], keys, values, block, norm,
@@ -142,7 +150,11 @@ def add_attention(out, Zq, Zk, block, rng=None):
         for i in np.ndindex(*out.shape[:-2]):
             add_attention(out[i], Zq[i], Zk[i], block)
         return out
-    part, rows = attend_parts(Zq, Zk, block, rng)
+    rows = structure(block).value_rows
+    target = out if rows is None else out[..., rows] if isinstance(rows, slice) else None  # a view, or None
+    part, rows = attend_parts(Zq, Zk, block, rng, add_to=target)
+    if part is None:  # added a chunk at a time
+        return out
     if rows is None:
         out += part
     else:

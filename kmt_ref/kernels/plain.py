@@ -136,6 +136,10 @@ def plain_chunk(q, keys, values, block, norm, extra, identity):
         s = block.gamma * s
     if block.normalizer == "linear":
         return _linear(s, values)
+    if norm.average is not None and identity and block.normalizer == "hardmax":
+        # hardmax_average's mask over its count, without its product with the identity: the same numbers
+        mask = s == np.max(s, axis=-1, keepdims=True)
+        return mask / np.sum(mask, axis=-1, keepdims=True)
     if norm.average is not None:
         return norm.average(s, values)
     return np.matmul(norm.fn(s, **extra), values)
