@@ -119,6 +119,8 @@ def _as_float_array(name, value, shape="(n, d)", copy=True):
         raise ValueError(f"{name} must be non-empty; got {name}.shape={arr.shape}")
     # np.array copies: callers may modify the result without touching the input.
     out = np.array(arr, dtype=np.float64) if copy else np.asarray(arr, dtype=np.float64)
+    if -MAX_ABS <= np.min(out) and np.max(out) <= MAX_ABS:  # two reductions; a nan fails both comparisons
+        return value if boxed else out
     where = (lambda bad: f" (task {bad[0]})") if ndim == 3 else (lambda bad: "")
     finite = np.isfinite(out)
     if not finite.all():
