@@ -14,7 +14,6 @@ import numpy as np
 from ._validation import check_batch, check_centers, check_data, is_batch
 
 __all__ = ["squared_distances", "center_distances", "nearest_center", "point_frame", "PointFrame", "exact_nearest",
-           "score_rounding_bound",
            "assigned_squared_distances",
            "kmeans_objective", "iterate_objectives", "CHUNK_ELEMENTS", "ASSIGN_ELEMENTS", "FEW_CENTERS"]
 
@@ -65,21 +64,15 @@ def center_distances(X, C):
     return squared_distances(X - origin, C - origin)
 
 
-def score_rounding_bound(points, centers):
+def _score_bound(d, c, x):
     """Per point, a bound on how far two rounded scores ``|c|^2 - 2 x.c`` can be from their exact difference.
 
-    ``points`` (..., m, d) and ``centers`` (..., k, d), both measured from the
-    same reference. Each score is a sum of ``d + 1`` products and rounds by at
+    From the dimension ``d``, the largest center norm ``c`` (..., 1) and the
+    point norms ``x`` (..., m), points and centers measured from the same
+    reference. Each score is a sum of ``d + 1`` products and rounds by at
     most ``(d + 2) eps (|c|^2 + 2 |x| |c|)``; the bound is twice the largest
     over the centers, with a factor 2 to spare.
     """
-    c = np.sqrt(np.max(np.einsum("...ij,...ij->...i", centers, centers), axis=-1))[..., None]  # (..., 1)
-    x = np.sqrt(np.einsum("...ij,...ij->...i", points, points))  # (..., m)
-    return _score_bound(points.shape[-1], c, x)
-
-
-def _score_bound(d, c, x):
-    """:func:`score_rounding_bound` from the largest center norm ``c`` (..., 1) and the point norms ``x`` (..., m)."""
     return 4.0 * (d + 2) * np.finfo(float).eps * (c * c + 2.0 * x * c)
 
 
@@ -208,7 +201,7 @@ def nearest_center(X, C, frame=None, *, ties=False):
     a point of the data keeps the expansion's rounding at the scale of the
     data's spread, not of its distance from the origin (at ``|x| = 1e6`` the
     plain expansion loses everything below about 2e-4). Where a point's two
-    best scores are closer than their rounding (:func:`score_rounding_bound`), the
+    best scores are closer than their rounding (a bound from their norms), the
     decision is remade by :func:`exact_nearest` on the given coordinates, so
     every label is the exact one: rounding never decides.
 
@@ -235,7 +228,7 @@ def nearest_center(X, C, frame=None, *, ties=False):
     Cs = C - frame.origin
     c2 = np.einsum("...ij,...ij->...i", Cs, Cs)
     Cm2 = -2.0 * Cs  # times -2 before the product: exact (a power of two), one pass less
-    cmax = np.sqrt(np.max(c2, axis=-1))[..., None]  # score_rounding_bound's largest center norm, once
+    cmax = np.sqrt(np.max(c2, axis=-1))[..., None]  # the rounding bound's largest center norm, once
     few = k <= FEW_CENTERS
     rows = max(1, ASSIGN_ELEMENTS // (k * max(1, int(np.prod(batch, dtype=int)))))
     labels = np.empty(batch + (n,), dtype=np.intp)
