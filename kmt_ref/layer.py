@@ -118,6 +118,28 @@ def _write_order(own, keys, cross, reset):
     return keys, cross, own, reset
 
 
+def _column_stats(X, width=64):
+    """The lower median, the minimum and the maximum of every coordinate of ``X`` (..., n, d), each (..., d).
+
+    ``width`` columns at a time (a sorted copy of all of ``X`` would double the run's memory), each
+    transposed into contiguous rows a cache-sized block at a time: one strided column at a time would
+    read all of ``X`` once per column.
+    """
+    n = X.shape[-2]
+    m = (n - 1) // 2
+    rows = max(1, ASSIGN_ELEMENTS // width)
+    stats = []
+    for j in range(0, X.shape[-1], width):
+        block = X[..., j : j + width]
+        cols = np.empty(X.shape[:-2] + (block.shape[-1], n))
+        for a in range(0, n, rows):
+            cols[..., a : a + rows] = np.swapaxes(block[..., a : a + rows, :], -1, -2)
+        low, high = np.min(cols, axis=-1), np.max(cols, axis=-1)
+        cols.partition(m, axis=-1)
+        stats.append((cols[..., m], low, high))
+    return tuple(np.concatenate(parts, axis=-1) for parts in zip(*stats, strict=True))
+
+
 def _labels(Y):
     """The arg-max of every row of an assignment block ``Y`` (..., n, k) and whether all of it is finite.
 
@@ -325,13 +347,11 @@ class KMeansTransformer:
             traj, last = self._run_tasks(X, C, n_layers, rng, reembed, keep, diverged, engine)
         else:
             # The lower median is a data value: integer data stay integers, exact ties stay exact.
-            # (Column by column: a sorted copy of all of X would double the run's memory.)
-            m = (X.shape[-2] - 1) // 2
-            origin = np.stack([np.partition(X[..., j], m, axis=-1)[..., m] for j in range(self.d)], axis=-1)
+            origin, lo, hi = _column_stats(X)
             # Only where the shift is exact (Sterbenz: x - o is exact for o/2 <= x <= 2o), so that it moves
             # no decision: elsewhere the coordinate reaches zero and needs no shift for precision.
-            lo = np.minimum(np.min(X, axis=-2), np.min(C, axis=-2))
-            hi = np.maximum(np.max(X, axis=-2), np.max(C, axis=-2))
+            lo = np.minimum(lo, np.min(C, axis=-2))
+            hi = np.maximum(hi, np.max(C, axis=-2))
             exact = np.where(origin > 0, (lo >= origin / 2) & (hi <= 2 * origin),
                              (hi <= origin / 2) & (lo >= 2 * origin))
             origin = np.where(exact, origin, 0.0)[..., None, :]

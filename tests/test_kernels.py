@@ -133,6 +133,22 @@ def test_the_hardmax_adds_each_points_nearest_centers_ids_exactly_at_ties():
     np.testing.assert_array_equal(tied[(0,)], [True, True, True])
 
 
+def test_a_diagonal_projection_is_a_scaling_with_the_products_numbers():
+    from kmt_ref.kernels.structure import _projection, affine
+
+    W = np.diag([2.0, 2.0, -1.0, 0.5])
+    projection = _projection(W, None, None)
+    np.testing.assert_array_equal(projection.diagonal, [2.0, 2.0, -1.0, 0.5])
+    Z = np.random.default_rng(3).normal(size=(40, 4)) * 1e3
+    np.testing.assert_array_equal(projection(Z), affine(Z, W, None))
+    b = np.arange(4.0)
+    np.testing.assert_array_equal(_projection(W, b, None)(Z), affine(Z, W, b))
+    Z[3, 1] = np.inf  # 0 * inf is nan in the product: the product decides
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(projection(Z), affine(Z, W, None))
+    assert _projection(W + np.eye(4, k=1), None, None).diagonal is None
+
+
 def test_batches_of_tasks_run_the_same_as_one_task_at_a_time():
     model = kmt_ref.lloyd_transformer(2, 3, gamma=30.0, config="all-attention")
     rng = np.random.default_rng(5)

@@ -299,3 +299,17 @@ def test_the_old_name_faithful_still_works_with_a_warning():
                for b in BLOCK_NAMES)
     with pytest.warns(FutureWarning):
         dot_product_lloyd_transformer(2, 3, config="faithful")
+
+
+def test_the_reference_point_of_a_run_is_every_coordinates_lower_median():
+    from kmt_ref.layer import _column_stats
+
+    rng = np.random.default_rng(4)
+    for shape in ((1, 1), (6, 1), (2, 7, 3), (3, 1001, 70)):
+        X = rng.integers(-3, 3, size=shape).astype(float) + rng.random(shape) * (rng.random(shape) < 0.5)
+        lower = np.sort(X, axis=-2)[..., (X.shape[-2] - 1) // 2, :]
+        for width in (1, 3, 64):  # blocks of columns, the last one partial
+            medians, low, high = _column_stats(X, width)
+            np.testing.assert_array_equal(medians, lower)
+            np.testing.assert_array_equal(low, X.min(axis=-2))
+            np.testing.assert_array_equal(high, X.max(axis=-2))

@@ -35,21 +35,33 @@ class Projection:
 
     ``cols`` are the input coordinates ``W[rows]`` reads; ``sign`` is +1 or -1
     when ``W[rows][:, cols]`` is ``+-I`` (the projection is then a view of the
-    tokens), else 0 and ``W`` is the reduced matrix.
+    tokens), else 0 and ``W`` is the reduced matrix; ``diagonal``, when that
+    matrix is diagonal (Theorem 2.2's ``2 P_x + E_s1``), its diagonal: the
+    product is then a scaling of the columns.
     """
 
     W: np.ndarray
     b: np.ndarray | None
     cols: object
     sign: int
+    diagonal: np.ndarray | None = None
 
     def __call__(self, Z):
-        if self.cols is not None:
+        if isinstance(self.cols, slice):
             Z = Z[..., self.cols]
+        elif self.cols is not None:
+            Z = np.take(Z, self.cols, axis=-1)  # the same gather, several times faster than indexing
         if self.sign == 1:
             return Z
         if self.sign == -1:
             return -Z
+        if self.diagonal is not None:
+            out = Z * self.diagonal
+            # Each product row of a diagonal matrix is one non-zero term plus zeros: the same number,
+            # unless another coordinate is infinite or nan (0 * inf is nan); then the product decides.
+            # (A finite sum means no such coordinate; one that overflows only costs the product.)
+            if np.isfinite(np.sum(out)):
+                return out if self.b is None else out + self.b
         return affine(Z, self.W, self.b)
 
 
@@ -59,11 +71,13 @@ def _projection(W, b, rows):
     cols = _as_index(np.any(W != 0, axis=0))
     if cols is not None:
         W = W[:, cols]
-    sign = 0
+    sign, diagonal = 0, None
     if b is None and W.shape[0] == W.shape[1]:
         eye = np.eye(W.shape[0])
         sign = 1 if np.array_equal(W, eye) else -1 if np.array_equal(W, -eye) else 0
-    return Projection(W, b, cols, sign)
+    if sign == 0 and W.shape[0] == W.shape[1] and np.array_equal(W, np.diag(np.diag(W))):
+        diagonal = np.diag(W).copy()
+    return Projection(W, b, cols, sign, diagonal)
 
 
 @dataclass(frozen=True)
