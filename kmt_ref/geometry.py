@@ -224,8 +224,8 @@ def nearest_center(X, C, frame=None, *, ties=False):
     """
     n, k, d = X.shape[-2], C.shape[-2], X.shape[-1]
     batch = X.shape[:-2]
-    frame = point_frame(X, C[..., :1, :]) if frame is None else frame
-    Cs = C - frame.origin
+    origin = C[..., :1, :] if frame is None else frame.origin
+    Cs = C - origin
     c2 = np.einsum("...ij,...ij->...i", Cs, Cs)
     Cm2 = -2.0 * Cs  # times -2 before the product: exact (a power of two), one pass less
     cmax = np.sqrt(np.max(c2, axis=-1))[..., None]  # the rounding bound's largest center norm, once
@@ -235,7 +235,10 @@ def nearest_center(X, C, frame=None, *, ties=False):
     tied = {}
     for start in range(0, n, rows):
         part = slice(start, start + rows)
-        points = frame.points[..., part, :]
+        # Without a frame, each chunk's points measured from the origin while in cache: the same numbers.
+        chunk = point_frame(X[..., part, :], origin) if frame is None else PointFrame(
+            origin, frame.points[..., part, :], frame.norms[..., part])
+        points = chunk.points
         if few:  # scores (..., k, rows)
             s = np.matmul(Cm2, np.swapaxes(points, -1, -2))
             s += c2[..., :, None]
@@ -246,7 +249,7 @@ def nearest_center(X, C, frame=None, *, ties=False):
             best, lowest, second = _best_two(s)
         labels[..., part] = best
         if k > 1:
-            close = second - lowest <= _score_bound(d, cmax, frame.norms[..., part])
+            close = second - lowest <= _score_bound(d, cmax, chunk.norms)
             for index in zip(*np.nonzero(close), strict=True):
                 point = index[:-1] + (start + index[-1],)
                 # the given coordinates: the shifts by the origin may themselves have rounded

@@ -133,6 +133,20 @@ def test_the_hardmax_adds_each_points_nearest_centers_ids_exactly_at_ties():
     np.testing.assert_array_equal(tied[(0,)], [True, True, True])
 
 
+def test_the_dot_product_hardmax_splits_a_tie_and_keeps_a_nan_as_the_reference_does():
+    model = kmt_ref.dot_product_lloyd_transformer(1, 3)
+    P, Q = model.layout.embed(np.array([[1.0], [0.5], [5.0]]), np.array([[0.0], [2.0], [2.0]]))
+    block = model.blocks["CAX"]
+    fast, ref = kernels.attend(P, Q, block), attention.attend(P, Q, block)
+    np.testing.assert_array_equal(fast, ref)
+    np.testing.assert_array_equal(model.layout.read(fast, "y"), [[1 / 3] * 3, [1, 0, 0], [0, 0.5, 0.5]])
+    P[1, 0] = np.nan  # (the reference's full-width product also spreads it to coordinates no block writes)
+    with np.errstate(invalid="ignore"):
+        fast, ref = kernels.attend(P, Q, block), attention.attend(P, Q, block)
+    np.testing.assert_array_equal(model.layout.read(fast, "y"), model.layout.read(ref, "y"))
+    assert np.isnan(model.layout.read(fast, "y")[1]).all()
+
+
 def test_a_diagonal_projection_is_a_scaling_with_the_products_numbers():
     from kmt_ref.kernels.structure import _projection, affine
 
