@@ -61,13 +61,13 @@ class Engine:
         on the coordinates it writes only, into one copy of ``Z``: the same
         sums (adding the zeros of the other coordinates changes nothing),
         without full-width temporaries. ``overwrite=True`` (the caller owns
-        ``Z``, which is ``Zq``): into ``Z`` itself where ``block2`` reads
-        nothing that ``block1`` writes (:func:`kmt_ref.kernels.writes_unread`),
+        ``Z``, which is ``Zq``): into ``Z`` itself where no block reads what
+        the sum has already written (:func:`kmt_ref.kernels.adds_in_place`),
         the same numbers without the copy.
         """
         if self.reference or not kernels.is_plain(Z, Zq, Zk1, Zk2, block1, block2):
             return Z + self.attend(Zq, Zk1, block1, rng) + self.attend(Zq, Zk2, block2, rng)
-        in_place = overwrite and Z is Zq and kernels.writes_unread(block1, block2, Z.shape[-1], Zk2 is Z)
+        in_place = overwrite and Z is Zq and kernels.adds_in_place(block1, block2, Z.shape[-1], Zk1 is Z, Zk2 is Z)
         out = Z if in_place else Z.copy()
         for Zk, block in ((Zk1, block1), (Zk2, block2)):
             kernels.add_attention(out, Zq, Zk, block, rng)

@@ -109,9 +109,14 @@ def test_only_a_residual_whose_second_block_reads_nothing_the_first_writes_is_ad
     P1, Q1 = transformer_layer(P, Q, model.blocks, overwrite=True)
     assert P1 is P and Q1 is Q
     width = model.layout.width
-    assert kernels.writes_unread(model.blocks["SAX"], model.blocks["CAX"], width, keys_are_tokens=False)
+    blocks = model.blocks
+    assert kernels.adds_in_place(blocks["SAX"], blocks["CAX"], width, True, False)
     # cross-attention first (the order of a softmax reset): SAX reads the assignments CAX writes
-    assert not kernels.writes_unread(model.blocks["CAX"], model.blocks["SAX"], width, keys_are_tokens=True)
+    assert not kernels.adds_in_place(blocks["CAX"], blocks["SAX"], width, False, True)
+    # a softmax self-attention that reads, as keys, the assignments it writes: later chunks would see earlier ones
+    soft = kmt_ref.lloyd_transformer(3, 4, gamma=50.0, config="all-attention").blocks["SAX"]
+    assert not kernels.adds_in_place(blocks["SAX"], soft, width, True, True)
+    assert kernels.adds_in_place(blocks["SAX"], soft, width, True, False)
     learned = MODELS["learned (d+k tokens)"]()
     P, Q = learned.layout.embed(X, X[:4])
     P1, Q1 = transformer_layer(P, Q, learned.blocks, overwrite=True)

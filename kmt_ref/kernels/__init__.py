@@ -39,8 +39,8 @@ every construction, variant and the learned model, is a test
 * **Into the residual stream.** A block's output is added on the
   coordinates it writes, a chunk of queries at a time while in cache
   (:func:`add_attention`); a run that owns its tokens adds into them without
-  a copy where the residual's second block reads nothing the first writes
-  (:func:`writes_unread`).
+  a copy where no block reads what the residual has already written
+  (:func:`adds_in_place`).
 * **A task at a time.** A layer on plain arrays (:func:`add_attention`) runs a
   batch ``(B, ...)`` task by task, so chunk sizes, and with them BLAS's
   rounding, do not depend on the batch: a task's numbers are those of running
@@ -53,9 +53,9 @@ every construction, variant and the learned model, is a test
   results are bit-identical.
 """
 
-from .fast import add_attention, attend, attend_parts, is_plain, writes_unread
+from .fast import add_attention, adds_in_place, attend, attend_parts, is_plain
 from .softmax import euclidean_softmax_attention, project
 from .structure import structure
 
-__all__ = ["add_attention", "attend", "attend_parts", "is_plain", "writes_unread", "structure",
+__all__ = ["add_attention", "adds_in_place", "attend", "attend_parts", "is_plain", "structure",
            "euclidean_softmax_attention", "project"]

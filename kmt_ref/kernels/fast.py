@@ -18,7 +18,7 @@ from .pool import CACHE_ELEMENTS
 from .softmax import SERIAL, euclidean_softmax_attention, project, query_rows
 from .structure import structure
 
-__all__ = ["add_attention", "attend", "attend_parts", "is_plain", "writes_unread"]
+__all__ = ["add_attention", "adds_in_place", "attend", "attend_parts", "is_plain"]
 
 
 def is_plain(*operands):
@@ -109,19 +109,27 @@ def _mask(index, width):
     return mask
 
 
-def writes_unread(first, second, width, keys_are_tokens):
-    """Whether no coordinate ``first`` writes is one ``second`` reads from the tokens.
+def adds_in_place(first, second, width, first_reads_tokens, second_reads_tokens):
+    """Whether a residual ``Z + first + second`` (queries ``Z``) may be added into ``Z`` itself, with a copy's numbers.
 
-    Then a residual ``Z + first + second`` may add ``first`` into ``Z`` itself, before ``second``
-    reads ``Z``: ``second`` sees what it would have seen in a copy. ``second`` reads its queries'
-    coordinates of the tokens, and its keys' and values' too when its keys are the tokens
-    (``keys_are_tokens``). Plain blocks of ``width`` coordinates.
+    Each block adds its output a chunk of query rows at a time, after reading those rows' queries. So a
+    block whose keys are the tokens (``*_reads_tokens``) may not read, as keys or values, a coordinate it
+    writes (a later chunk would see an earlier one's output), unless it is identity attention (computed
+    whole, or element by element); and ``second`` may read no coordinate ``first`` writes. Plain blocks
+    of ``width`` coordinates.
     """
-    st = structure(second)
-    read = _mask(st.queries.cols, width)
-    if keys_are_tokens:
-        read |= _mask(st.keys.cols, width) | _mask(st.values.cols, width)
-    return not np.any(read & _mask(structure(first).value_rows, width))
+    def reads(block, keys_too):
+        st = structure(block)
+        return _mask(st.queries.cols, width) | (_mask(st.keys.cols, width) | _mask(st.values.cols, width)
+                                                 if keys_too else False)
+
+    def writes(block):
+        return _mask(structure(block).value_rows, width)
+
+    for block, keys_too in ((first, first_reads_tokens), (second, second_reads_tokens)):
+        if keys_too and block.normalizer != "identity" and np.any(reads(block, True) & writes(block)):
+            return False
+    return not np.any(reads(second, second_reads_tokens) & writes(first))
 
 
 def add_attention(out, Zq, Zk, block, rng=None):
