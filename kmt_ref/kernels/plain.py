@@ -120,9 +120,8 @@ def is_identity(values):
 
 
 def plain_chunk(q, keys, values, block, norm, extra, identity):
-    """One chunk of queries against all keys, plain arrays."""
-    if block.score == "euclidean" and block.normalizer == "hardmax":
-        return euclidean_hardmax(q, keys, None if identity else values)
+    """One chunk of queries against all keys, plain arrays (the Euclidean hardmax is :func:`euclidean_hardmax`,
+    which makes its own chunks)."""
     if block.score == "euclidean" and block.normalizer == "softmax" and not block.params:
         weights = euclidean_softmax_weights(q, keys, block.gamma)
         return weights if identity else np.matmul(weights, values)
