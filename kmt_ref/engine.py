@@ -62,7 +62,7 @@ class Engine:
         sums (adding the zeros of the other coordinates changes nothing),
         without full-width temporaries. ``overwrite=True`` (the caller owns
         ``Z``, which is ``Zq``): into ``Z`` itself where no block reads what
-        the sum has already written (:func:`kmt_ref.kernels.adds_in_place`),
+        the sum has already written (``kmt_ref.kernels.adds_in_place``),
         the same numbers without the copy.
         """
         if self.reference or not kernels.is_plain(Z, Zq, Zk1, Zk2, block1, block2):
