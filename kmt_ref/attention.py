@@ -121,17 +121,25 @@ def hardmax(scores):
     return mask / mask.sum(axis=-1, keepdims=True)
 
 
-def hardmax_average(scores, values):
+def hardmax_average(scores, values=None):
     """``hardmax(scores) @ values``, as the sum of the arg-max rows divided by their count.
 
     The same numbers as the weights times the values in exact arithmetic; in
     float64 the mean of m equal rows is then exactly that row (m copies of
     ``1/m`` need not sum to 1: seven duplicates would leave an assignment one
     ulp off one-hot, and the next hardmax, comparing exactly, would drop it).
+    ``values=None`` stands for the identity: the result is then the weights.
+    Only rows whose count is not 1 are divided (a tie; or nan scores, whose
+    ``0 / 0`` is nan): dividing by 1 changes no number.
     """
     scores = np.asarray(scores)
-    mask = (scores == scores.max(axis=-1, keepdims=True)).astype(float)
-    return np.matmul(mask, values) / mask.sum(axis=-1, keepdims=True)
+    mask = scores == scores.max(axis=-1, keepdims=True)
+    count = np.count_nonzero(mask, axis=-1)
+    out = mask.astype(float) if values is None else np.matmul(mask.astype(float), values)
+    odd = count != 1
+    if odd.any():
+        out[odd] /= count[odd][:, None]
+    return out
 
 
 def linear_normalize(scores):
@@ -165,7 +173,8 @@ class Normalizer:
         Whether ``fn`` draws random numbers (it then receives ``rng=``).
     average : callable, optional
         ``average(scores, values)``, the same as ``fn(scores) @ values``
-        computed more exactly (see :func:`hardmax_average`); :func:`attend`
+        computed more exactly (see :func:`hardmax_average`; ``values=None``
+        stands for the identity, and the result is the weights); :func:`attend`
         uses it when given.
     """
 

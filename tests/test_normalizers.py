@@ -5,7 +5,7 @@ import pytest
 from scipy.optimize import brentq, linprog, minimize
 from scipy.stats import chisquare
 
-from kmt_ref.attention import NORMALIZERS, Block, attend, hardmax, softmax
+from kmt_ref.attention import NORMALIZERS, Block, attend, hardmax, hardmax_average, softmax
 from kmt_ref.normalizers import entmax15, gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
 
 RNG_SEEDS = range(20)
@@ -107,6 +107,25 @@ def test_sparse_normalizers_vectorize_over_rows_and_batch_axes(fn):
     rowwise = np.array([[fn(row) for row in block] for block in Z])
     assert np.allclose(out, rowwise, rtol=0, atol=1e-15)
     assert np.allclose(out.sum(axis=-1), 1.0)
+
+
+def test_the_hardmax_average_is_the_weights_times_the_values_and_none_stands_for_the_identity():
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 3, size=(2, 7, 5)).astype(float)  # small integers: ties in most rows
+    scores[0, 3, 2] = np.nan  # a nan row: nan weights, as 0 / 0
+    values = rng.normal(size=(5, 4))
+    with np.errstate(invalid="ignore"):
+        weights, ours = hardmax(scores), hardmax_average(scores, None)
+        same_as_eye, averaged = hardmax_average(scores, np.eye(5)), hardmax_average(scores, values)
+    assert (np.count_nonzero(weights == weights.max(-1, keepdims=True), axis=-1) > 1).any()
+    np.testing.assert_array_equal(ours, weights)
+    np.testing.assert_array_equal(ours, same_as_eye)
+    assert np.isnan(ours[0, 3]).all() and not np.isnan(np.delete(ours[0], 3, axis=0)).any()
+    np.testing.assert_allclose(averaged, weights @ values, rtol=1e-15, atol=1e-15)
+    tied = np.ones((1, 7))  # seven tied one-hot assignments average to the assignment itself
+    onehot = np.array([[0.0, 1.0, 0.0]] * 7)
+    np.testing.assert_array_equal(hardmax_average(tied, onehot), onehot[:1])
+    assert not np.array_equal(hardmax(tied) @ onehot, onehot[:1])  # seven sevenths are not one
 
 
 def test_sparse_normalizers_tend_to_hardmax_at_low_temperature_and_uniform_at_high():

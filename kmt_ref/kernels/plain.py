@@ -135,16 +135,6 @@ def plain_chunk(q, keys, values, block, norm, extra, identity):
         s = block.gamma * s
     if block.normalizer == "linear":
         return _linear(s, values)
-    if norm.average is not None and identity and block.normalizer == "hardmax":
-        # hardmax_average's mask over its count, without its product with the identity: the same numbers
-        # (divided only where the count is not 1: a tie, or nan scores, whose 0 / 0 is nan there too)
-        mask = s == np.max(s, axis=-1, keepdims=True)
-        count = np.sum(mask, axis=-1)
-        weights = mask.astype(float)
-        odd = count != 1
-        if odd.any():
-            weights[odd] /= count[odd, None]
-        return weights
     if norm.average is not None:
-        return norm.average(s, values)
+        return norm.average(s, None if identity else values)
     return np.matmul(norm.fn(s, **extra), values)
