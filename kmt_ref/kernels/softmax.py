@@ -56,25 +56,33 @@ def euclidean_softmax_weights(queries, keys, gamma):
 def softmax_inplace(S):
     """Row-wise softmax of the scores ``S``, in ``S``: the operations of :func:`~kmt_ref.attention.softmax`.
 
-    Shifted scores below :data:`EXP_UNDERFLOW` are set to a harmless value
-    before ``exp`` and to 0 after (``exp`` is slow on arguments that
-    underflow; the result is the same).
+    ``S`` is an array the caller owns. Shifted scores below
+    :data:`EXP_UNDERFLOW` have weight exactly 0 and do not go through ``exp``,
+    which is slow on arguments that underflow (the result is the same: ``exp``
+    rounds each element alone). When most are dead, ``exp`` takes only the live
+    ones (it costs as much on a masked zero as on a score); otherwise the dead
+    ones are masked to 0 around it.
     """
     S -= _row_max(S)
     dead = S < EXP_UNDERFLOW[S.dtype]
-    if dead.any():
+    count = np.count_nonzero(dead)
+    if count > S.size * 3 // 4:
+        live = np.flatnonzero(~dead)
+        weights = np.exp(np.take(S, live))
+        S.fill(0.0)
+        np.put(S, live, weights)
+    elif count:
         # Multiplying by a 0/1 mask is several times faster than a masked copy; it turns a
         # score of -inf into nan, which the (rare) repair below sets to the 0 it should be.
         keep = np.subtract(1, dead, dtype=S.dtype)
         S *= keep
         np.exp(S, out=S)
         S *= keep
-        total = np.sum(S, axis=-1, keepdims=True)
-        if np.isnan(total).any():
-            np.copyto(S, 0.0, where=dead)
-            total = np.sum(S, axis=-1, keepdims=True)
     else:
         np.exp(S, out=S)
+    total = np.sum(S, axis=-1, keepdims=True)
+    if count and np.isnan(total).any():
+        np.copyto(S, 0.0, where=dead)
         total = np.sum(S, axis=-1, keepdims=True)
     S /= total
     return S
