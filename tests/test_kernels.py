@@ -229,10 +229,22 @@ def test_softmax_kernel_equals_the_reference_softmax_bit_for_bit_at_the_edges(sp
     S[5, :] = -np.inf
     S[5, 4] = 3.0
     S[6, 2] = np.nan  # nan stays nan, as in the reference
+    S[7, :5] = [0.0, -0.1, -0.3, -1.0, -2.0]  # more than two live weights: a row summed in full
+    S[8, :3] = [0.0, -0.5, -700.0]  # two
+    tokens = rng.normal(size=(300, 10))
     with np.errstate(invalid="ignore"):
         ref = attention.softmax(S)
         fast = kernels.softmax.softmax_inplace(S.copy())
+        added = kernels.softmax.softmax_inplace(S.copy(), add_to=tokens.copy()[:, 2:9])  # a strided view
     np.testing.assert_array_equal(fast, ref)
+    np.testing.assert_array_equal(added, tokens[:, 2:9] + ref)
+    wide = np.full((400, 16), -spread)
+    wide[:, 0] = 0.0
+    wide[:40] = -rng.uniform(0.0, 5.0, size=(40, 16))  # rows of 16 live weights: NumPy sums them pairwise
+    crowded = wide.copy()
+    crowded[:100, :3] = -rng.uniform(0.0, 5.0, size=(100, 3))  # a quarter of the rows with three live weights
+    for scores in (wide, crowded):  # a few rows summed in full; so many that every row is
+        np.testing.assert_array_equal(kernels.softmax.softmax_inplace(scores.copy()), attention.softmax(scores))
     with np.errstate(invalid="ignore"):
         assert (np.mean(S - S.max(-1, keepdims=True) < -746) > 0.75) == (spread > 1000)
     assert np.all(fast[4:6][np.isneginf(S[4:6])] == 0.0)

@@ -97,8 +97,8 @@ def attend_parts(Zq, Zk, block, rng=None, pool=SERIAL, add_to=None):
         return plain.plain_chunk(queries, keys, values, block, norm, extra, identity), rows
     if add_to is not None:
         for a in range(0, m, chunk):
-            add_to[..., a : a + chunk, :] += plain.plain_chunk(queries[..., a : a + chunk, :], keys, values, block,
-                                                               norm, extra, identity)
+            plain.plain_chunk(queries[..., a : a + chunk, :], keys, values, block, norm, extra, identity,
+                              add_to[..., a : a + chunk, :])
         return None, rows
     out = np.empty(np.broadcast_shapes(queries.shape[:-2], values.shape[:-2]) + (m, values.shape[-1]))
     for a in range(0, m, chunk):

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..attention import SCORES
 from ..geometry import ASSIGN_ELEMENTS, nearest_center
-from .softmax import euclidean_softmax_weights, softmax_inplace
+from .softmax import euclidean_scores, softmax_inplace
 
 __all__ = ["plain_chunk", "linear_over_keys", "is_identity", "euclidean_hardmax", "add_euclidean_hardmax",
            "STREAM_ELEMENTS"]
@@ -119,17 +119,29 @@ def is_identity(values):
     return values.ndim == 2 and values.shape[0] == values.shape[1] and np.array_equal(values, np.eye(len(values)))
 
 
-def plain_chunk(q, keys, values, block, norm, extra, identity):
+def plain_chunk(q, keys, values, block, norm, extra, identity, add_to=None):
     """One chunk of queries against all keys, plain arrays (the Euclidean hardmax is :func:`euclidean_hardmax`,
-    which makes its own chunks)."""
-    if block.score == "euclidean" and block.normalizer == "softmax" and not block.params:
-        weights = euclidean_softmax_weights(q, keys, block.gamma)
-        return weights if identity else np.matmul(weights, values)
-    if block.score == "dot" and block.normalizer == "softmax" and not block.params:
-        S = np.matmul(q, np.swapaxes(keys, -1, -2))  # gamma * scores, then softmax, in one buffer
-        S *= block.gamma
-        weights = softmax_inplace(S)
-        return weights if identity else np.matmul(weights, values)
+    which makes its own chunks). ``add_to``: add the output into it instead (and return it); a softmax
+    with the ids as values then adds only its weights that are not 0."""
+    if block.normalizer == "softmax" and not block.params and block.score in ("euclidean", "dot"):
+        if block.score == "euclidean":
+            S = euclidean_scores(q, keys, block.gamma)
+        else:
+            S = np.matmul(q, np.swapaxes(keys, -1, -2))  # gamma * scores, then softmax, in one buffer
+            S *= block.gamma
+        if identity:
+            return softmax_inplace(S, add_to)
+        out = np.matmul(softmax_inplace(S), values)
+    else:
+        out = _other_chunk(q, keys, values, block, norm, extra, identity)
+    if add_to is None:
+        return out
+    add_to += out
+    return add_to
+
+
+def _other_chunk(q, keys, values, block, norm, extra, identity):
+    """:func:`plain_chunk` for the normalizers that have no fused path."""
     s = SCORES[block.score](q, keys)
     if norm.uses_gamma:
         s = block.gamma * s

@@ -15,8 +15,8 @@ from .._validation import check_int, check_projection
 from .pool import TaskPool
 from .structure import affine
 
-__all__ = ["euclidean_softmax_attention", "project", "query_rows", "euclidean_softmax_weights", "softmax_inplace",
-           "SERIAL"]
+__all__ = ["euclidean_softmax_attention", "project", "query_rows", "euclidean_scores", "euclidean_softmax_weights",
+           "softmax_inplace", "SERIAL"]
 
 #: One thread: the pool of the kernels' callers that pass none.
 SERIAL = TaskPool(1)
@@ -40,28 +40,36 @@ def _row_max(S):
     return out
 
 
-def euclidean_softmax_weights(queries, keys, gamma):
-    """``softmax_b(-gamma ||q_a - k_b||^2)`` with plain NumPy, shape (..., m, r).
+def euclidean_scores(queries, keys, gamma):
+    """``gamma (2 q_a . k_b - ||k_b||^2)``, shape (..., m, r): the Euclidean softmax's scores.
 
-    ``-||q_a||^2`` is the same for every key of row ``a``, so it cancels in
-    the softmax: the scores used are ``gamma (2 q_a . k_b - ||k_b||^2)``,
-    computed in place in one (..., m, r) buffer.
+    ``-gamma ||q_a||^2`` is the same for every key of row ``a``, so it cancels
+    in the softmax and is left out; computed in place in one buffer.
     """
     S = np.matmul(queries, np.swapaxes(keys, -1, -2))
     S *= 2.0 * gamma
     S -= gamma * np.sum(keys * keys, axis=-1)[..., None, :]
-    return softmax_inplace(S)
+    return S
 
 
-def softmax_inplace(S):
+def euclidean_softmax_weights(queries, keys, gamma):
+    """``softmax_b(-gamma ||q_a - k_b||^2)`` with plain NumPy, shape (..., m, r)."""
+    return softmax_inplace(euclidean_scores(queries, keys, gamma))
+
+
+def softmax_inplace(S, add_to=None):
     """Row-wise softmax of the scores ``S``, in ``S``: the operations of :func:`~kmt_ref.attention.softmax`.
 
     ``S`` is an array the caller owns. Shifted scores below
     :data:`EXP_UNDERFLOW` have weight exactly 0 and do not go through ``exp``,
     which is slow on arguments that underflow (the result is the same: ``exp``
-    rounds each element alone). When most are dead, ``exp`` takes only the live
-    ones (it costs as much on a masked zero as on a score); otherwise the dead
-    ones are masked to 0 around it.
+    rounds each element alone). When most are dead, only the live ones are
+    computed (``exp`` costs as much on a masked zero as on a score); otherwise
+    the dead ones are masked to 0 around it.
+
+    ``add_to`` (an array of ``S``'s shape, any strides): ``add_to += softmax(S)``
+    instead, adding only the weights that are not 0 where most are (adding a 0
+    changes no number; only a ``-0`` would become ``+0``); returns ``add_to``.
     """
     S -= _row_max(S)
     dead = S < EXP_UNDERFLOW[S.dtype]
@@ -69,6 +77,16 @@ def softmax_inplace(S):
     if count > S.size * 3 // 4:
         live = np.flatnonzero(~dead)
         weights = np.exp(np.take(S, live))
+        rows = live // S.shape[-1]
+        total = _sparse_totals(S, live, rows, weights)
+        if total is not None:
+            weights /= total[rows]
+            if add_to is None:
+                S.fill(0.0)
+                np.put(S, live, weights)
+                return S
+            add_to[np.unravel_index(live, S.shape)] += weights
+            return add_to
         S.fill(0.0)
         np.put(S, live, weights)
     elif count:
@@ -85,7 +103,34 @@ def softmax_inplace(S):
         np.copyto(S, 0.0, where=dead)
         total = np.sum(S, axis=-1, keepdims=True)
     S /= total
-    return S
+    if add_to is None:
+        return S
+    add_to += S
+    return add_to
+
+
+def _sparse_totals(S, live, rows, weights):
+    """Each row's sum of its live ``weights`` (at flat indices ``live`` of ``S``, in rows ``rows``), as the sum
+    over its whole row gives it, bit for bit; ``None`` where the rows are better summed in full.
+
+    A row of one or two live weights sums them in any order to the same float (its zeros add nothing);
+    a row of more is laid out in full and summed as the dense path sums it; when more than an eighth
+    of the rows are such, ``None``. ``None`` too where a total is not finite (a score of +inf: the
+    dense path then makes the whole row nan, as the reference does).
+    """
+    r = S.shape[-1]
+    counts = np.bincount(rows, minlength=S.size // r)
+    total = np.bincount(rows, weights=weights, minlength=S.size // r).astype(S.dtype)
+    many = counts > 2
+    n_many = np.count_nonzero(many)
+    if n_many > len(counts) // 8:
+        return None
+    if n_many:
+        crowded = many[rows]
+        full = np.zeros((n_many, r), S.dtype)
+        full[(np.cumsum(many) - 1)[rows[crowded]], live[crowded] % r] = weights[crowded]
+        total[many] = np.sum(full, axis=-1)
+    return total if np.isfinite(total).all() else None
 
 
 def _esa_forward(queries, keys, values, gamma, rows):
