@@ -251,6 +251,20 @@ def test_softmax_kernel_equals_the_reference_softmax_bit_for_bit_at_the_edges(sp
     assert fast[1, 2] > 0 and fast[2, 3] == 0
 
 
+@pytest.mark.parametrize("keys, rows", [(100, 327), (200, 256), (300, 3_495)])
+def test_plain_chunks_hold_min_rows_queries_only_up_to_min_rows_keys(monkeypatch, keys, rows):
+    # Up to MIN_ROWS keys: cache-sized chunks of at least MIN_ROWS queries; more keys keep the streamed chunks
+    # (chunks of another size would round BLAS's products differently).
+    sizes = []
+    chunk = kernels.plain.plain_chunk
+    monkeypatch.setattr(kernels.plain, "plain_chunk", lambda q, *a: sizes.append(q.shape[-2]) or chunk(q, *a))
+    rng = np.random.default_rng(3)
+    block = attention.Block(np.eye(2), np.eye(2), np.eye(2), score="euclidean", normalizer="softmax", gamma=1.0)
+    Zq, Zk = rng.normal(size=(4000, 2)), rng.normal(size=(keys, 2))
+    np.testing.assert_allclose(kernels.attend(Zq, Zk, block), attention.attend(Zq, Zk, block), rtol=1e-12)
+    assert sizes[0] == rows  # 2**15 // 100; MIN_ROWS; 2**20 // 300
+
+
 def test_linear_attention_over_chunks_of_keys_equals_lloyd_with_an_empty_cluster(monkeypatch):
     # Force the key-streamed path (few centers, "many" points) on a small problem.
     monkeypatch.setattr(kernels.plain, "STREAM_ELEMENTS", 64)

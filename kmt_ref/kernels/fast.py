@@ -20,9 +20,10 @@ from .structure import structure
 
 __all__ = ["add_attention", "adds_in_place", "attend", "attend_parts", "is_plain", "MIN_ROWS"]
 
-#: Query rows a plain-array chunk holds at least, while its scores fit in ``STREAM_ELEMENTS``: at 256
-#: keys (Euclidean softmax, n = 1e5, three layers), chunks of 256 rows ran 10-15% faster than the
-#: 4,096 that ``STREAM_ELEMENTS`` gives, and within noise of ``CACHE_ELEMENTS``' 128.
+#: Query rows a plain-array chunk holds at least when a query has at most this many keys: at 256 keys
+#: (Euclidean softmax, n = 1e5, three layers), chunks of 256 rows ran 10-15% faster than the 4,096
+#: that ``STREAM_ELEMENTS`` gives, and within noise of ``CACHE_ELEMENTS``' 128. (A block of more keys
+#: keeps its chunks: chunks of another size round BLAS's products differently.)
 MIN_ROWS = 256
 
 
@@ -80,12 +81,14 @@ def attend_parts(Zq, Zk, block, rng=None, pool=SERIAL, add_to=None):
             parts.append(norm.average(s, values) if norm.average is not None
                          else anp.matmul(norm.fn(s, **extra), values))
         return (parts[0] if len(parts) == 1 else anp.concatenate(parts, axis=-2)), rows
-    # Few keys per query: chunks that stay in a core's cache, of at least MIN_ROWS queries (fewer pay
-    # NumPy's per-call cost too often); many (a point-to-point block): chunks of STREAM_ELEMENTS.
-    # Random normalizers draw per chunk: their chunks keep the committed size.
+    # Few keys per query: chunks that stay in a core's cache, of at least MIN_ROWS queries; many (a
+    # point-to-point block): chunks of STREAM_ELEMENTS. Random normalizers draw per chunk: their chunks
+    # keep the committed size.
     if not norm.needs_rng:
         width = max(1, r * batch)
-        chunk = max(CACHE_ELEMENTS // width, min(MIN_ROWS, max(1, plain.STREAM_ELEMENTS // width)))
+        chunk = CACHE_ELEMENTS // width
+        if chunk < MIN_ROWS:
+            chunk = MIN_ROWS if width <= MIN_ROWS else max(1, plain.STREAM_ELEMENTS // width)
     if block.normalizer == "linear" and m <= 256 and m * r > plain.STREAM_ELEMENTS:
         # Few queries, so many keys that the query rows would each stream them: keys in chunks
         # (decided per task, so that a task's numbers do not depend on its batch).
