@@ -30,7 +30,7 @@ every construction, variant and the learned model, is a test
   vector-Jacobian product (:func:`euclidean_softmax_attention`): it keeps no
   (m, r) intermediates for the backward pass, and ``exp`` is not evaluated
   where it underflows to 0 anyway: where most weights do, only the live ones
-  are computed, and a layer adds only those (CAC's assignments at a large
+  are computed, and a layer adds only those (CAX's assignments at a large
   ``gamma``). The projections of traced tokens are a
   primitive too (:func:`project`), so that a training step runs almost all
   of its work per task, on the threads; both give the gradient autograd
