@@ -241,6 +241,7 @@ def test_softmax_kernel_equals_the_reference_softmax_bit_for_bit_at_the_edges(sp
     wide = np.full((400, 16), -spread)
     wide[:, 0] = 0.0
     wide[:40] = -rng.uniform(0.0, 5.0, size=(40, 16))  # rows of 16 live weights: NumPy sums them pairwise
+    wide[50, [1, 9]] = [-34.6, -30.6]  # three live weights: NumPy's pairwise sum is not the sequential one
     crowded = wide.copy()
     crowded[:100, :3] = -rng.uniform(0.0, 5.0, size=(100, 3))  # a quarter of the rows with three live weights
     for scores in (wide, crowded):  # a few rows summed in full; so many that every row is

@@ -166,3 +166,33 @@ def test_the_reviewed_near_tie_is_decided_exactly():
     assert lloyd(X, C, 1).labels[0].tolist() == [0, 0, 2, 1, 2] == _exact_labels(X, C).tolist()
     for config in ("validated", "paper", "all-attention"):
         assert lloyd_transformer(1, 3, config=config).run(X, C, 1).labels[0].tolist() == [0, 0, 2, 1, 2]
+
+
+@SETTINGS
+@given(batch=st.integers(0, 3), m=st.integers(1, 40), r=st.integers(1, 40), log_scale=st.floats(-1.0, 6.0),
+       crowd=st.integers(0, 40), crowded=st.sampled_from([0.05, 0.1, 0.5, 1.0]),
+       special=st.sampled_from([None, np.inf, -np.inf, np.nan]), dtype=st.sampled_from([np.float64, np.float32]),
+       seed=st.integers(0, 2**32 - 1))
+def test_the_softmax_kernel_is_the_reference_bit_for_bit(batch, m, r, log_scale, crowd, crowded, special, dtype,
+                                                         seed):
+    # Every path of the kernel (all live, some dead masked, most dead gathered, rows of one or two live weights
+    # summed from those alone, crowded rows summed in full), and adding into strided tokens.
+    from kmt_ref.attention import softmax
+    from kmt_ref.kernels.softmax import softmax_inplace
+
+    rng = np.random.default_rng(seed)
+    shape = (batch,) * (batch > 0) + (m, r)
+    S = (rng.standard_normal(shape) * 10.0**log_scale).astype(dtype)
+    near = rng.uniform(-3.0, 0.0, size=shape[:-1] + (min(crowd, r),))  # several weights near the top of some rows
+    S[..., : min(crowd, r)] = np.where(rng.random(shape[:-1] + (1,)) < crowded, near, S[..., : min(crowd, r)])
+    if special is not None:
+        S.flat[rng.integers(S.size)] = special
+    tokens = rng.standard_normal(shape[:-1] + (r + 3,)).astype(dtype)
+    with np.errstate(all="ignore"):
+        ref = softmax(S)
+        ours = softmax_inplace(S.copy())
+        added = softmax_inplace(S.copy(), add_to=tokens.copy()[..., 2 : 2 + r])
+        expected = tokens[..., 2 : 2 + r] + ref
+    assert ours.dtype == ref.dtype
+    np.testing.assert_array_equal(ours, ref)
+    np.testing.assert_array_equal(added, expected)
