@@ -217,6 +217,18 @@ def test_register_normalizer_refuses_bad_names_and_duplicates():
         attention.register_normalizer("mine", lambda s: s)
 
 
+def test_the_hardmax_added_where_it_is_not_zero_equals_the_dense_add():
+    rng = np.random.default_rng(8)
+    scores = rng.integers(0, 4, size=(200, 9)).astype(float)  # ties in many rows
+    scores[7, 3] = np.nan
+    tokens = rng.normal(size=(200, 12))
+    with np.errstate(invalid="ignore"):
+        dense = tokens[:, 1:10] + attention.hardmax_average(scores)
+        added = kernels.plain.add_hardmax(tokens.copy()[:, 1:10], scores)
+    np.testing.assert_array_equal(added, dense)
+    assert np.isnan(added[7]).all() and not np.isnan(np.delete(added, 7, axis=0)).any()
+
+
 @pytest.mark.parametrize("spread", [400.0, 20_000.0])  # some dead scores (masked), most (exp of the live only)
 def test_softmax_kernel_equals_the_reference_softmax_bit_for_bit_at_the_edges(spread):
     rng = np.random.default_rng(5)

@@ -25,7 +25,7 @@ every construction, variant and the learned model, is a test
   of the arg-max rows is their sum divided by their count (see
   :func:`~kmt_ref.attention.hardmax_average`); a layer adds the ids of the
   nearest keys (CAX's one-hot rows) where they are 1, without making the
-  (m, r) weights.
+  (m, r) weights, and so it adds the dot-product hardmax of Theorem 2.2.
 * **Euclidean softmax** is an ``autograd`` primitive with a hand-written
   vector-Jacobian product (:func:`euclidean_softmax_attention`): it keeps no
   (m, r) intermediates for the backward pass, and ``exp`` is not evaluated

@@ -1,10 +1,11 @@
 """Attention on plain arrays (nothing traced): one chunk of queries against all keys, by mechanism.
 
 The Euclidean hardmax finds each query's nearest keys as Lloyd's algorithm
-finds nearest centers, exactly (and a layer adds its one-hot rows without
-making them); the linear normalization divides by the row sums in one
-pass, streaming the keys when a few queries face many; the softmaxes reuse the
-buffers of :mod:`kmt_ref.kernels.softmax`.
+finds nearest centers, exactly; a layer adds a hardmax whose values are the
+ids as one-hot rows where they are 1, without making the weights, and a
+softmax's live weights only where most are 0. The linear normalization
+divides by the row sums in one pass, streaming the keys when a few queries
+face many; the softmaxes reuse the buffers of :mod:`kmt_ref.kernels.softmax`.
 """
 
 import numpy as np
@@ -14,7 +15,7 @@ from ..geometry import ASSIGN_ELEMENTS, nearest_center
 from .softmax import euclidean_scores, softmax_inplace
 
 __all__ = ["plain_chunk", "linear_over_keys", "is_identity", "euclidean_hardmax", "add_euclidean_hardmax",
-           "STREAM_ELEMENTS"]
+           "add_hardmax", "STREAM_ELEMENTS"]
 
 #: Scores held at once by the plain-array paths when a query has many keys: a chunk of
 #: 8 MB stays in the outer cache (measured 1.5-2x faster than ``CHUNK_ELEMENTS`` for the
@@ -60,6 +61,22 @@ def add_euclidean_hardmax(out, queries, keys):
         out[i] += nearest / np.count_nonzero(nearest)
     rows = np.flatnonzero(alone)
     out[rows, labels[rows]] += 1.0
+    return out
+
+
+def add_hardmax(out, scores):
+    """``out += hardmax_average(scores, None)`` for one task (2-D arrays), adding 1 at the arg-max of each row
+    with one maximum and the mean of the tied ones elsewhere (a row of nan scores: nan, as ``0 / 0``); the
+    other weights are zeros, and adding a zero changes no number (only a ``-0`` would become ``+0``)."""
+    labels = np.argmax(scores, axis=-1)
+    mask = scores == np.take_along_axis(scores, labels[:, None], axis=-1)
+    count = np.count_nonzero(mask, axis=-1)
+    single = count == 1
+    rows = np.flatnonzero(single)
+    out[rows, labels[rows]] += 1.0
+    odd = np.flatnonzero(~single)
+    if odd.size:
+        out[odd] += mask[odd] / count[odd, None]
     return out
 
 
@@ -132,6 +149,8 @@ def plain_chunk(q, keys, values, block, norm, extra, identity, add_to=None):
         if identity:
             return softmax_inplace(S, add_to)
         out = np.matmul(softmax_inplace(S), values)
+    elif identity and add_to is not None and add_to.ndim == 2 and block.normalizer == "hardmax":
+        return add_hardmax(add_to, SCORES[block.score](q, keys))
     else:
         out = _other_chunk(q, keys, values, block, norm, extra, identity)
     if add_to is None:
