@@ -23,6 +23,10 @@ CHUNK_ELEMENTS = 2**22
 #: (point, center) scores per chunk of :func:`nearest_center`: 512 KB of float64, within a core's
 #: cache, where the scores' three passes (product, arg-min, runner-up) run about twice as fast as from memory.
 ASSIGN_ELEMENTS = 2**16
+#: Points of a chunk that :func:`nearest_center`, measuring from 0, may leave to exact arithmetic before it measures
+#: the chunk again from the first center (a point far from 0 makes its scores' rounding large): about what
+#: scoring a chunk again costs.
+UNDECIDED = 8
 #: Up to this many centers, :func:`nearest_center` scores them transposed, one center per row, and finds each
 #: point's best two by passes over the rows (measured 1.3-2x faster at d <= 16, about as fast at d = 128;
 #: slower from k = 32).
@@ -191,19 +195,33 @@ def _best_two_few(s):
     return best, lowest, second
 
 
+def _scored_centers(C, origin):
+    """What :func:`nearest_center` scores the centers by, measured from ``origin`` (None: from 0): their
+    squared norms, the centers times -2 (exact: a power of two), and the largest norm (the rounding bound's)."""
+    Cs = C if origin is None else C - origin
+    c2 = np.einsum("...ij,...ij->...i", Cs, Cs)
+    return c2, -2.0 * Cs, np.sqrt(np.max(c2, axis=-1))[..., None]
+
+
 def nearest_center(X, C, frame=None, *, ties=False):
     """Index of the nearest center of every point, as exact arithmetic decides; exact ties go to the lowest index.
 
     The arg-min uses ``|c'|^2 - 2 x'.c'`` with ``x' = x - o`` and
-    ``c' = c - o`` for an origin ``o`` inside the data (the first center, or
-    the ``frame``'s): it differs from ``||x - c||^2`` by ``|x'|^2``, a
-    constant per point, so it ranks the same, one pass less. Measuring from
-    a point of the data keeps the expansion's rounding at the scale of the
-    data's spread, not of its distance from the origin (at ``|x| = 1e6`` the
-    plain expansion loses everything below about 2e-4). Where a point's two
-    best scores are closer than their rounding (a bound from their norms), the
-    decision is remade by :func:`exact_nearest` on the given coordinates, so
-    every label is the exact one: rounding never decides.
+    ``c' = c - o`` for an origin ``o``: it differs from ``||x - c||^2`` by
+    ``|x'|^2``, a constant per point, so it ranks the same, one pass less.
+    Where a point's two best scores are closer than their rounding (a bound
+    from their norms), the decision is remade by :func:`exact_nearest` on the
+    given coordinates, so every label is the exact one: rounding never
+    decides, whatever the origin. The origin sets how often that happens:
+    measured from far away the expansion's rounding grows with the distance
+    (at ``|x| = 1e6`` it loses everything below about 2e-4), from a point of
+    the data it stays at the scale of the data's spread. So ``o`` is the
+    ``frame``'s (a point inside the data, made once by an algorithm that
+    labels the same points again and again); without a frame, each chunk of
+    points is scored first from 0, the points as given (data that a model
+    has already centred, at no cost), and where more than
+    :data:`UNDECIDED` of its points are left undecided, again from the first
+    center.
 
     Parameters
     ----------
@@ -211,7 +229,7 @@ def nearest_center(X, C, frame=None, *, ties=False):
     C : ndarray, shape (k, d) or (B, k, d)
         One set of centers per task of a batch.
     frame : PointFrame, optional
-        ``point_frame(X, o)`` for an origin ``o`` inside the data (default: the first center).
+        ``point_frame(X, o)`` for an origin ``o`` inside the data (default: 0, then the first center).
     ties : bool
         Also return the points with more than one nearest center.
 
@@ -224,39 +242,41 @@ def nearest_center(X, C, frame=None, *, ties=False):
     """
     n, k, d = X.shape[-2], C.shape[-2], X.shape[-1]
     batch = X.shape[:-2]
-    origin = C[..., :1, :] if frame is None else frame.origin
-    Cs = C - origin
-    c2 = np.einsum("...ij,...ij->...i", Cs, Cs)
-    Cm2 = -2.0 * Cs  # times -2 before the product: exact (a power of two), one pass less
-    cmax = np.sqrt(np.max(c2, axis=-1))[..., None]  # the rounding bound's largest center norm, once
+    # Without a frame: first from 0 (the points as given, no shifted copy), and a chunk whose rounding leaves
+    # more than UNDECIDED points to exact arithmetic (points far from 0) again from the first center.
+    origins = (frame.origin,) if frame is not None else (None, C[..., :1, :])
+    centers = [_scored_centers(C, o) for o in origins]
     few = k <= FEW_CENTERS
     rows = max(1, ASSIGN_ELEMENTS // (k * max(1, int(np.prod(batch, dtype=int)))))
     labels = np.empty(batch + (n,), dtype=np.intp)
     tied = {}
     for start in range(0, n, rows):
         part = slice(start, start + rows)
-        # Without a frame, each chunk's points measured from the origin while in cache: the same numbers.
-        chunk = point_frame(X[..., part, :], origin) if frame is None else PointFrame(
-            origin, frame.points[..., part, :], frame.norms[..., part])
-        points = chunk.points
-        if few:  # scores (..., k, rows)
-            s = np.matmul(Cm2, np.swapaxes(points, -1, -2))
-            s += c2[..., :, None]
-            best, lowest, second = _best_two_few(s)
-        else:  # scores (..., rows, k)
-            s = np.matmul(points, np.swapaxes(Cm2, -1, -2))
-            s += c2[..., None, :]
-            best, lowest, second = _best_two(s)
+        for attempt, (origin, (c2, Cm2, cmax)) in enumerate(zip(origins, centers, strict=True)):
+            if frame is not None:
+                points, norms = frame.points[..., part, :], frame.norms[..., part]
+            else:  # a chunk's points measured while in cache: the same numbers as a whole frame's
+                points = X[..., part, :] if origin is None else X[..., part, :] - origin
+                norms = np.sqrt(np.einsum("...ij,...ij->...i", points, points))
+            if few:  # scores (..., k, rows)
+                s = np.matmul(Cm2, np.swapaxes(points, -1, -2))
+                s += c2[..., :, None]
+                best, lowest, second = _best_two_few(s)
+            else:  # scores (..., rows, k)
+                s = np.matmul(points, np.swapaxes(Cm2, -1, -2))
+                s += c2[..., None, :]
+                best, lowest, second = _best_two(s)
+            close = second - lowest <= _score_bound(d, cmax, norms) if k > 1 else np.zeros(best.shape, bool)
+            if attempt + 1 == len(origins) or np.count_nonzero(close) <= UNDECIDED:
+                break
         labels[..., part] = best
-        if k > 1:
-            close = second - lowest <= _score_bound(d, cmax, chunk.norms)
-            for index in zip(*np.nonzero(close), strict=True):
-                point = index[:-1] + (start + index[-1],)
-                # the given coordinates: the shifts by the origin may themselves have rounded
-                nearest = exact_nearest(X[point], C[index[:-1]])
-                labels[point] = np.argmax(nearest)
-                if ties and np.count_nonzero(nearest) > 1:
-                    tied[point] = nearest
+        for index in zip(*np.nonzero(close), strict=True):
+            point = index[:-1] + (start + index[-1],)
+            # the given coordinates: the shifts by the origin may themselves have rounded
+            nearest = exact_nearest(X[point], C[index[:-1]])
+            labels[point] = np.argmax(nearest)
+            if ties and np.count_nonzero(nearest) > 1:
+                tied[point] = nearest
     return (labels, tied) if ties else labels
 
 

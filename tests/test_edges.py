@@ -274,3 +274,27 @@ def test_nearest_center_gives_the_same_exact_labels_from_any_frame_inside_the_da
             for b in range(3):  # each task of the batch alone, and as exact arithmetic decides
                 np.testing.assert_array_equal(nearest_center(X[b], C[b]), plain[b])
                 np.testing.assert_array_equal(plain[b], [np.argmax(_exact_mask(x, C[b])) for x in X[b]])
+
+
+def test_nearest_center_measures_far_data_again_from_the_first_center(monkeypatch):
+    # Without a frame, points are scored from 0 first; far from 0 that leaves many points to exact arithmetic, so
+    # each chunk is scored again from its first center: the labels are the exact ones either way, and few points
+    # go to exact arithmetic (from 0 alone, thousands would).
+    from kmt_ref import geometry
+
+    calls = []
+    exact = geometry.exact_nearest
+    monkeypatch.setattr(geometry, "exact_nearest", lambda x, C: calls.append(1) or exact(x, C))
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((20_000, 3))
+    C = X[:5].copy()
+    near = geometry.nearest_center(X, C)
+    assert len(calls) <= geometry.UNDECIDED * 2
+    for offset in (1e3, 1e6, -3e9):
+        calls.clear()
+        np.testing.assert_array_equal(geometry.nearest_center(X + offset, C + offset), near)
+        assert len(calls) <= geometry.UNDECIDED * 2  # a few per chunk at most
+    monkeypatch.setattr(geometry, "UNDECIDED", 10**9)  # from 0 only: the same labels, far more exact arithmetic
+    calls.clear()
+    np.testing.assert_array_equal(geometry.nearest_center(X + 1e6, C + 1e6), near)
+    assert len(calls) > 100
