@@ -167,3 +167,22 @@ def test_verify_section_soft_and_spherical_holds_on_quick_data():
     names = {r.construction for r in rows}
     assert {"soft k-means", "spherical k-means"} <= names
     assert all(r.ok for r in rows)
+
+
+def test_run_warns_where_a_center_s_responsibilities_are_all_subnormal():
+    # Hypothesis found it: a center 27 units from data in [0, 1] at beta = 1 gets responsibilities near exp(-745),
+    # which keep no relative precision; the twin and the transformer then round its new center differently.
+    import warnings
+
+    from kmt_ref.variants.soft import normal_responsibilities
+
+    X = np.random.default_rng(0).random((2000, 1))
+    far = np.array([[-27.2563002], [0.61816418]])
+    model = soft_kmeans_transformer(1, 2, 1.0)
+    with pytest.warns(UserWarning, match="cluster 0's responsibilities are all below the smallest normal float"):
+        model.run(X, far, 1, warn=True)
+    assert normal_responsibilities(1.0)(X, np.array([[-40.0], [0.5]])) is None  # all exactly 0: an empty cluster
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        model.run(X, np.array([[0.2], [0.7]]), 3, warn=True)  # normal responsibilities: nothing said of them
+    assert not [w for w in said if "normal float" in str(w.message)]

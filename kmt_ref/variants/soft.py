@@ -48,7 +48,10 @@ tiny positive total (``1e-30``, say) is not empty: the center moves to the
 weighted mean. The transformer stores each responsibility unrounded because its
 layer adds the identity reset before the write (``(y - y) + R``, see
 :mod:`kmt_ref.layer`), so both sides see the same totals to rounding of the
-squared distances. Never NaN.
+squared distances. Never NaN. Responsibilities below the smallest normal
+float (``exp(-708)``) keep no relative precision: a center weighted only by
+such ones moves to a mean that the two sides round differently, which
+``run(warn=True)`` reports (:func:`normal_responsibilities`).
 
 Large beta. If every point has a unique nearest center with squared-distance
 gap ``>= delta`` and no cluster is empty, each responsibility row is within
@@ -163,7 +166,28 @@ def soft_kmeans_transformer(d, k, beta):
     beta = check_positive(beta, "beta")
     base = lloyd_transformer(d, k, gamma=beta, config="validated")
     return KMeansTransformer(base.layout, base.blocks, name=f"soft k-means (beta={beta:g})",
-                             translation_invariant=True)
+                             translation_invariant=True, assumption=normal_responsibilities(beta))
+
+
+def normal_responsibilities(beta):
+    """What the proposition's "to rounding" needs: every center's largest responsibility is 0 (an empty
+    cluster) or a normal float; for :class:`~kmt_ref.layer.KMeansTransformer` ``(assumption=...)``.
+
+    Responsibilities below the smallest normal float (about 2.2e-308) keep no relative precision (one
+    at ``exp(-745)`` is the single smallest subnormal): a center weighted only by such ones moves to a
+    mean that the two sides round differently.
+    """
+
+    def assumption(X, C):
+        top = np.max(responsibilities(X, C, beta), axis=-2)
+        bad = np.flatnonzero((top > 0) & (top < np.finfo(float).tiny))
+        if bad.size == 0:
+            return None
+        j = int(bad[0])
+        return (f"cluster {j}'s responsibilities are all below the smallest normal float (the largest is "
+                f"{top[j]:.3g}), where they keep no relative precision")
+
+    return assumption
 
 
 def distance_to_lloyd(X, init, n_iter, betas):
