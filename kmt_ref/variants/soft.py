@@ -71,7 +71,7 @@ from ..lloyd_transformer import lloyd_transformer
 from ..trajectory import iterate
 from .registry import EXACT_TOL, Variant, register_variant
 
-__all__ = ["soft_kmeans", "soft_kmeans_transformer", "responsibilities", "distance_to_lloyd"]
+__all__ = ["soft_kmeans", "soft_kmeans_transformer", "responsibilities", "distance_to_lloyd", "normal_responsibilities"]
 
 
 def responsibilities(X, C, beta):
