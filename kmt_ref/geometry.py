@@ -220,7 +220,7 @@ def nearest_center(X, C, frame=None, *, ties=False):
     labels the same points again and again); without a frame, each chunk of
     points is scored first from 0, the points as given (data that a model
     has already centred, at no cost), and where more than
-    :data:`UNDECIDED` of its points are left undecided, again from the first
+    ``UNDECIDED`` of its points are left undecided, again from the first
     center.
 
     Parameters
