@@ -186,3 +186,11 @@ def test_run_warns_where_a_center_s_responsibilities_are_all_subnormal():
         warnings.simplefilter("always")
         model.run(X, np.array([[0.2], [0.7]]), 3, warn=True)  # normal responsibilities: nothing said of them
     assert not [w for w in said if "normal float" in str(w.message)]
+
+
+@pytest.mark.parametrize("beta", [0.0, -1.0, np.inf, np.nan])
+def test_normal_responsibilities_refuses_a_bad_stiffness_before_any_work(beta):
+    from kmt_ref.variants.soft import normal_responsibilities
+
+    with pytest.raises(ValueError, match="beta"):
+        normal_responsibilities(beta)

@@ -171,12 +171,25 @@ def soft_kmeans_transformer(d, k, beta):
 
 def normal_responsibilities(beta):
     """What the proposition's "to rounding" needs: every center's largest responsibility is 0 (an empty
-    cluster) or a normal float; for :class:`~kmt_ref.layer.KMeansTransformer` ``(assumption=...)``.
+    cluster) or a normal float.
 
     Responsibilities below the smallest normal float (about 2.2e-308) keep no relative precision (one
     at ``exp(-745)`` is the single smallest subnormal): a center weighted only by such ones moves to a
     mean that the two sides round differently.
+
+    Parameters
+    ----------
+    beta : float
+        The stiffness, positive and finite.
+
+    Returns
+    -------
+    callable
+        ``assumption(X, C) -> str or None`` for :class:`~kmt_ref.layer.KMeansTransformer`
+        ``(assumption=...)``: ``X`` of shape (n, d) and ``C`` of shape (k, d); None where it holds, else a
+        message naming the first cluster whose responsibilities are all subnormal.
     """
+    beta = check_positive(beta, "beta")
 
     def assumption(X, C):
         top = np.max(responsibilities(X, C, beta), axis=-2)
