@@ -136,10 +136,33 @@ def _as_float_array(name, value, shape="(n, d)", copy=True):
     return value if boxed else out
 
 
+def _column_range(X, width=4096):
+    """``np.ptp(X, axis=-2)``, each coordinate's largest minus its least value, for ``X`` of shape (..., n, d).
+
+    NumPy reduces along the points axis a row of ``d`` numbers at a time (at ``d = 2`` that is 15 times
+    slower than a reduction of the same numbers in long rows), so ``X`` is read as rows of ``width``
+    numbers, ``width // d`` points each, and those rows' maxima and minima are reduced again: the same
+    values (a maximum does not round).
+    """
+    n, d = X.shape[-2:]
+    batch = X.shape[:-2]
+    r = max(1, width // d)  # points per long row
+    full = n // r * r
+    rows = X[..., :full, :].reshape(batch + (full // r, r * d))
+    hi, lo = np.full(batch + (d,), -np.inf), np.full(batch + (d,), np.inf)
+    if full:
+        hi = np.max(rows, axis=-2).reshape(batch + (r, d)).max(axis=-2)
+        lo = np.min(rows, axis=-2).reshape(batch + (r, d)).min(axis=-2)
+    if full < n:
+        hi = np.maximum(hi, np.max(X[..., full:, :], axis=-2))
+        lo = np.minimum(lo, np.min(X[..., full:, :], axis=-2))
+    return hi - lo
+
+
 def _check_spread(X):
     """Refuse points that differ by less than 1e-150 in every coordinate without being identical
     (their squared distances underflow to 0); ``X`` of shape (n, d) or (B, n, d), per task."""
-    spread = np.max(np.ptp(X, axis=-2), axis=-1)  # () or (B,)
+    spread = np.max(_column_range(X), axis=-1)  # () or (B,)
     tiny = (spread > 0) & (spread < 1e-150)
     if np.any(tiny):
         task = f" in task {int(np.argwhere(tiny)[0][0])}" if np.ndim(spread) else ""

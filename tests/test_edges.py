@@ -266,7 +266,7 @@ def test_nearest_center_gives_the_same_exact_labels_from_any_frame_inside_the_da
     rng = np.random.default_rng(8)
     for offset in (0.0, 1e6):
         X = rng.integers(-3, 4, size=(3, 200, 4)).astype(float) / 3 + offset  # many exact and near ties
-        for k in (3, 40):  # both ways of finding the best two (up to FEW_CENTERS, and above)
+        for k in (3, 40, 100):  # both ways of finding the nearest (up to FEW_CENTERS, and above)
             C = X[:, rng.choice(200, k, replace=False)]
             plain = nearest_center(X, C)
             framed = nearest_center(X, C, point_frame(X, X[:, 5:6] + 0.25))

@@ -196,3 +196,46 @@ def test_the_softmax_kernel_is_the_reference_bit_for_bit(batch, m, r, log_scale,
     assert ours.dtype == ref.dtype
     np.testing.assert_array_equal(ours, ref)
     np.testing.assert_array_equal(added, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batch=st.sampled_from([(), (1,), (3,)]), n=st.integers(1, 700), d=st.integers(1, 9),
+       width=st.sampled_from([1, 7, 64, 4096]), seed=st.integers(0, 2**32 - 1))
+def test_the_data_spread_check_reads_each_coordinate_s_range_as_ptp(batch, n, d, width, seed):
+    # the spread check reads X as long rows of several points (an axis-0 reduction of short rows is slow);
+    # its ranges must be np.ptp's exactly, whatever the rows' split and remainder
+    from kmt_ref._validation import _column_range
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal(batch + (n, d)) * 10.0 ** rng.integers(-200, 200, size=d)
+    before = X.copy()
+    assert np.array_equal(_column_range(X, width), np.ptp(X, axis=-2))
+    assert np.array_equal(X, before)
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(1, 64), m=st.integers(1, 40), scale=st.sampled_from([1e-3, 1.0, 1e6]),
+       seed=st.integers(0, 2**32 - 1))
+def test_the_nearest_of_few_centers_is_the_least_score_and_every_near_tie_goes_to_exact_arithmetic(k, m, scale, seed):
+    # nearest_center's pass over one center per row: where it names an index, that score is the least and every
+    # other is more than the bound above it (in exact arithmetic); where another is within the bound, it says so
+    from fractions import Fraction
+
+    from kmt_ref.geometry import _best_few
+
+    rng = np.random.default_rng(seed)
+    s = rng.standard_normal((k, m)) * scale
+    bound = np.abs(s).max(axis=0) * 16 * np.finfo(float).eps * rng.choice([0.5, 1.0, 1e3], size=m)
+    near = rng.random((k, m)) < 0.3  # planted near ties: within a few bounds of the column's least
+    s = np.where(near, s.min(axis=0) + bound * rng.choice([0.0, 0.5, 1.0, 1.2, 3.0], size=(k, m)), s)
+    before = s.copy()
+    best, close = _best_few(s, bound)
+    assert np.array_equal(s, before)
+    for j in range(m):
+        col, b = [Fraction(float(v)) for v in s[:, j]], Fraction(float(bound[j]))
+        least = min(col)
+        within = [i for i, v in enumerate(col) if v - least <= b]
+        if len(within) > 1:
+            assert close[j]
+        if not close[j]:
+            assert within == [best[j]]
