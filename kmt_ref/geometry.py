@@ -180,20 +180,22 @@ def _best_two(s):
     return best, lowest, s.min(axis=-1)
 
 
-def _best_few(s, bound):
+def _best_few(s, bound, index_count):
     """Per column of ``s`` (..., k, m), given transposed, one center per row: the index of the least entry,
     and whether another entry is within ``bound`` (..., m) of it (the index is then left to exact arithmetic).
+    Overwrites ``s``.
 
     Three passes over contiguous rows (NumPy's reductions along a short last axis are slow): the least
     entry of each column, the entries at most ``1.25 bound`` above it (the margin covers the rounding of
     that sum: ``bound`` is at least 12 eps of the scores, so some points more are sent to exact arithmetic,
-    none fewer), and one product that counts them and sums their indices, the index of the only one
-    where there is one.
+    none fewer), written over ``s`` as 1.0 and 0.0, and one product with ``index_count``, the rows
+    ``0, 1, ..., k - 1`` and ``1, ..., 1``: the index of the only one where there is one, and the count.
     """
-    k = s.shape[-2]
-    within = np.asarray(s <= np.min(s, axis=-2)[..., None, :] + 1.25 * bound[..., None, :], dtype=s.dtype)
-    index_count = np.matmul(np.stack([np.arange(k, dtype=s.dtype), np.ones(k, dtype=s.dtype)]), within)
-    return index_count[..., 0, :].astype(np.intp), index_count[..., 1, :] > 1
+    threshold = np.min(s, axis=-2)
+    threshold += 1.25 * bound
+    np.less_equal(s, threshold[..., None, :], out=s, casting="unsafe")
+    found = np.matmul(index_count, s)
+    return found[..., 0, :].astype(np.intp), found[..., 1, :] > 1
 
 
 def _scored_centers(C, origin):
@@ -248,6 +250,7 @@ def nearest_center(X, C, frame=None, *, ties=False):
     origins = (frame.origin,) if frame is not None else (None, C[..., :1, :])
     centers = [_scored_centers(C, o) for o in origins]
     few = k <= FEW_CENTERS
+    index_count = np.stack([np.arange(k), np.ones(k)]).astype(np.result_type(X, C)) if few else None
     rows = max(1, ASSIGN_ELEMENTS // (k * max(1, int(np.prod(batch, dtype=int)))))
     labels = np.empty(batch + (n,), dtype=np.intp)
     tied = {}
@@ -263,7 +266,7 @@ def nearest_center(X, C, frame=None, *, ties=False):
             if few:  # scores (..., k, rows)
                 s = np.matmul(Cm2, np.swapaxes(points, -1, -2))
                 s += c2[..., :, None]
-                best, close = _best_few(s, bound)
+                best, close = _best_few(s, bound, index_count)
             else:  # scores (..., rows, k)
                 s = np.matmul(points, np.swapaxes(Cm2, -1, -2))
                 s += c2[..., None, :]
