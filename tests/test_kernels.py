@@ -217,15 +217,20 @@ def test_register_normalizer_refuses_bad_names_and_duplicates():
         attention.register_normalizer("mine", lambda s: s)
 
 
-def test_the_hardmax_added_where_it_is_not_zero_equals_the_dense_add():
+@pytest.mark.parametrize("k", [9, kernels.plain.FEW_KEYS, 40])  # one key per row (up to FEW_KEYS), and by rows
+def test_the_hardmax_added_where_it_is_not_zero_equals_the_dense_add(k):
     rng = np.random.default_rng(8)
-    scores = rng.integers(0, 4, size=(200, 9)).astype(float)  # ties in many rows
+    scores = rng.integers(0, 4, size=(200, k)).astype(float)  # ties in many rows
     scores[7, 3] = np.nan
-    tokens = rng.normal(size=(200, 12))
+    scores[8] = -np.inf  # all tied
+    scores[9, [2, 5]] = np.inf
+    tokens = rng.normal(size=(200, k + 3))
+    before = scores.copy()
     with np.errstate(invalid="ignore"):
-        dense = tokens[:, 1:10] + attention.hardmax_average(scores)
-        added = kernels.plain.add_hardmax(tokens.copy()[:, 1:10], scores)
+        dense = tokens[:, 1 : k + 1] + attention.hardmax_average(scores)
+        added = kernels.plain.add_hardmax(tokens.copy()[:, 1 : k + 1], scores)
     np.testing.assert_array_equal(added, dense)
+    np.testing.assert_array_equal(scores, before)
     assert np.isnan(added[7]).all() and not np.isnan(np.delete(added, 7, axis=0)).any()
 
 

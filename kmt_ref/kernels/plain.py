@@ -22,6 +22,10 @@ __all__ = ["plain_chunk", "linear_over_keys", "is_identity", "euclidean_hardmax"
 #: all-attention layer's point-to-point blocks, with the same numbers).
 STREAM_ELEMENTS = 2**20
 
+#: Up to this many keys, :func:`add_hardmax` finds the arg-max sets with one key per row (measured 1.3-2.5x
+#: faster at 4-16 keys, 1.2x at 32, slower at 64).
+FEW_KEYS = 32
+
 
 def _nearest_keys(queries, keys):
     """Each query's nearest key, as exact arithmetic decides, and the exact ties: :func:`nearest_center` on
@@ -67,10 +71,22 @@ def add_euclidean_hardmax(out, queries, keys):
 def add_hardmax(out, scores):
     """``out += hardmax_average(scores, None)`` for one task (2-D arrays), adding 1 at the arg-max of each row
     with one maximum and the mean of the tied ones elsewhere (a row of nan scores: nan, as ``0 / 0``); the
-    other weights are zeros, and adding a zero changes no number (only a ``-0`` would become ``+0``)."""
-    labels = np.argmax(scores, axis=-1)
-    mask = scores == np.take_along_axis(scores, labels[:, None], axis=-1)
-    count = np.count_nonzero(mask, axis=-1)
+    other weights are zeros, and adding a zero changes no number (only a ``-0`` would become ``+0``).
+
+    Up to ``FEW_KEYS`` keys the scores are transposed, one key per row (NumPy's reductions along a short
+    row are slow): the arg-max set is written over them as 1.0 and 0.0, and one product with the rows
+    ``0, 1, ..., k - 1`` and ``1, ..., 1`` gives each query's count and, where it is 1, its arg-max.
+    """
+    k = scores.shape[-1]
+    if k <= FEW_KEYS:
+        mask = np.ascontiguousarray(scores.T)
+        np.equal(mask, np.max(mask, axis=0), out=mask, casting="unsafe")  # a nan maximum: no member
+        labels, count = np.matmul(np.stack([np.arange(k), np.ones(k)]).astype(mask.dtype), mask)
+        labels, mask = labels.astype(np.intp), mask.T
+    else:
+        labels = np.argmax(scores, axis=-1)
+        mask = scores == np.take_along_axis(scores, labels[:, None], axis=-1)
+        count = np.count_nonzero(mask, axis=-1)
     single = count == 1
     rows = np.flatnonzero(single)
     out[rows, labels[rows]] += 1.0
