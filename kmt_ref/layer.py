@@ -48,6 +48,7 @@ from ._validation import (
 from .attention import NORMALIZERS
 from .engine import Engine
 from .geometry import ASSIGN_ELEMENTS, nearest_center
+from .kernels.plain import FEW_KEYS, max_members
 from .tokens import TokenLayout
 from .trajectory import Trajectory, iterate
 
@@ -144,15 +145,24 @@ def _labels(Y):
     """The arg-max of every row of an assignment block ``Y`` (..., n, k) and whether all of it is finite.
 
     A cache-sized chunk of rows at a time: NumPy's arg-max of a block of wider tokens is several times
-    slower in one call.
+    slower in one call; up to ``FEW_KEYS`` centers, a chunk transposed for ``max_members``.
     """
     labels = np.empty(Y.shape[:-1], dtype=np.intp)
     finite = True
     rows = max(1, ASSIGN_ELEMENTS // Y.shape[-1])
     for a in range(0, Y.shape[-2], rows):
         part = Y[..., a : a + rows, :]
-        labels[..., a : a + rows] = np.argmax(part, axis=-1)
-        finite = finite and bool(np.isfinite(part).all())
+        if Y.shape[-1] > FEW_KEYS:
+            labels[..., a : a + rows] = np.argmax(part, axis=-1)
+            finite = finite and bool(np.isfinite(part).all())
+            continue
+        t = np.ascontiguousarray(np.swapaxes(part, -1, -2))  # one center per row
+        finite = finite and bool(np.isfinite(np.min(t)) and np.isfinite(np.max(t)))
+        first, count = max_members(t)
+        labels[..., a : a + rows] = first
+        if not finite:  # a row with a nan: its first nan, as np.argmax says
+            nan = count == 0
+            labels[..., a : a + rows][nan] = np.argmax(part[nan], axis=-1)
     return labels, finite
 
 

@@ -350,3 +350,21 @@ def test_a_block_on_a_large_batch_gives_each_task_the_numbers_it_has_alone():
     fewer = kernels.add_attention(np.zeros(P[:8].shape), P[:8], Q[:8], block)
     np.testing.assert_array_equal(together[:8], fewer)
     np.testing.assert_array_equal(together[3], kernels.add_attention(np.zeros(P[3].shape), P[3], Q[3], block))
+
+
+@pytest.mark.parametrize("k", [1, 5, kernels.plain.FEW_KEYS, 40])  # one center per row up to FEW_KEYS, then by rows
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_a_run_s_labels_are_numpy_s_arg_max_of_the_assignments_at_ties_and_non_finite_rows(k, batch):
+    from kmt_ref.layer import _labels
+
+    rng = np.random.default_rng(k)
+    tokens = rng.integers(0, 3, size=batch + (70_000 // k + 7, k + 4)).astype(float)  # several chunks, ties
+    Y = tokens[..., 2 : k + 2]
+    assert np.array_equal(_labels(Y)[0], np.argmax(Y, axis=-1)) and _labels(Y)[1]
+    for row, value in ((3, np.nan), (5, -np.inf), (8, np.inf)):
+        Y[..., row, min(k - 1, 1)] = value
+    Y[..., 9, :] = -np.inf
+    before = Y.copy()
+    labels, finite = _labels(Y)
+    assert not finite and np.array_equal(labels, np.argmax(Y, axis=-1))
+    np.testing.assert_array_equal(Y, before)

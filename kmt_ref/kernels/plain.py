@@ -15,7 +15,7 @@ from ..geometry import ASSIGN_ELEMENTS, nearest_center
 from .softmax import euclidean_scores, softmax_inplace
 
 __all__ = ["plain_chunk", "linear_over_keys", "is_identity", "euclidean_hardmax", "add_euclidean_hardmax",
-           "add_hardmax", "STREAM_ELEMENTS"]
+           "add_hardmax", "max_members", "STREAM_ELEMENTS", "FEW_KEYS"]
 
 #: Scores held at once by the plain-array paths when a query has many keys: a chunk of
 #: 8 MB stays in the outer cache (measured 1.5-2x faster than ``CHUNK_ELEMENTS`` for the
@@ -68,21 +68,33 @@ def add_euclidean_hardmax(out, queries, keys):
     return out
 
 
+def max_members(t):
+    """The arg-max set of every column of ``t`` (..., k, m), written over ``t`` as 1.0 and 0.0, with each
+    column's first arg-max and the size of its set (k <= 53).
+
+    For scores held one key per row (NumPy's reductions along a short row are slow, along many rows
+    fast): the column maxima, one comparison, and one product with the rows ``2^(k-1), ..., 2, 1`` and
+    ``1, ..., 1``. The first gives ``sum 2^(k-1-j)`` over the set, exact, whose highest bit is the
+    first member; the second counts them. A column with a nan has no member: count 0 and first ``k``.
+    """
+    k = t.shape[-2]
+    np.equal(t, np.max(t, axis=-2)[..., None, :], out=t, casting="unsafe")
+    rows = np.stack([2.0 ** np.arange(k - 1, -1, -1), np.ones(k)]).astype(t.dtype)
+    found = np.matmul(rows, t)
+    return k - np.frexp(found[..., 0, :])[1], found[..., 1, :]
+
+
 def add_hardmax(out, scores):
     """``out += hardmax_average(scores, None)`` for one task (2-D arrays), adding 1 at the arg-max of each row
     with one maximum and the mean of the tied ones elsewhere (a row of nan scores: nan, as ``0 / 0``); the
     other weights are zeros, and adding a zero changes no number (only a ``-0`` would become ``+0``).
 
-    Up to ``FEW_KEYS`` keys the scores are transposed, one key per row (NumPy's reductions along a short
-    row are slow): the arg-max set is written over them as 1.0 and 0.0, and one product with the rows
-    ``0, 1, ..., k - 1`` and ``1, ..., 1`` gives each query's count and, where it is 1, its arg-max.
+    Up to ``FEW_KEYS`` keys the scores are transposed, one key per row, for :func:`max_members`.
     """
-    k = scores.shape[-1]
-    if k <= FEW_KEYS:
+    if scores.shape[-1] <= FEW_KEYS:
         mask = np.ascontiguousarray(scores.T)
-        np.equal(mask, np.max(mask, axis=0), out=mask, casting="unsafe")  # a nan maximum: no member
-        labels, count = np.matmul(np.stack([np.arange(k), np.ones(k)]).astype(mask.dtype), mask)
-        labels, mask = labels.astype(np.intp), mask.T
+        labels, count = max_members(mask)
+        mask = mask.T
     else:
         labels = np.argmax(scores, axis=-1)
         mask = scores == np.take_along_axis(scores, labels[:, None], axis=-1)
