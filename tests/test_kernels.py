@@ -368,3 +368,21 @@ def test_a_run_s_labels_are_numpy_s_arg_max_of_the_assignments_at_ties_and_non_f
     labels, finite = _labels(Y)
     assert not finite and np.array_equal(labels, np.argmax(Y, axis=-1))
     np.testing.assert_array_equal(Y, before)
+
+
+@pytest.mark.parametrize("view", ["block of tokens", "whole", "reversed rows", "every other column", "float32"])
+def test_add_at_adds_like_numpy_s_fancy_index_into_any_view(view):
+    from kmt_ref.kernels.softmax import add_at
+
+    rng = np.random.default_rng(3)
+    tokens = rng.normal(size=(300, 20)).astype(np.float32 if view == "float32" else float)
+    out = {"block of tokens": tokens[:, 4:13], "whole": tokens, "reversed rows": tokens[::-1, 2:9],
+           "every other column": tokens[:, ::2], "float32": tokens[10:, 3:7]}[view]
+    cells = rng.choice(out.size, size=out.size // 3, replace=False)  # distinct (row, col) pairs
+    rows, cols = np.divmod(cells, out.shape[1])
+    values = rng.normal(size=rows.size).astype(out.dtype)
+    expected = tokens.copy()
+    {"block of tokens": expected[:, 4:13], "whole": expected, "reversed rows": expected[::-1, 2:9],
+     "every other column": expected[:, ::2], "float32": expected[10:, 3:7]}[view][rows, cols] += values
+    assert add_at(out, rows, cols, values) is out
+    np.testing.assert_array_equal(tokens, expected)  # the other coordinates untouched

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..attention import SCORES
 from ..geometry import ASSIGN_ELEMENTS, nearest_center
-from .softmax import euclidean_scores, softmax_inplace
+from .softmax import add_at, euclidean_scores, softmax_inplace
 
 __all__ = ["plain_chunk", "linear_over_keys", "is_identity", "euclidean_hardmax", "add_euclidean_hardmax",
            "add_hardmax", "max_members", "STREAM_ELEMENTS", "FEW_KEYS"]
@@ -64,7 +64,7 @@ def add_euclidean_hardmax(out, queries, keys):
         alone[i] = False
         out[i] += nearest / np.count_nonzero(nearest)
     rows = np.flatnonzero(alone)
-    out[rows, labels[rows]] += 1.0
+    add_at(out, rows, labels[rows], 1.0)
     return out
 
 
@@ -101,7 +101,7 @@ def add_hardmax(out, scores):
         count = np.count_nonzero(mask, axis=-1)
     single = count == 1
     rows = np.flatnonzero(single)
-    out[rows, labels[rows]] += 1.0
+    add_at(out, rows, labels[rows], 1.0)
     odd = np.flatnonzero(~single)
     if odd.size:
         out[odd] += mask[odd] / count[odd, None]

@@ -16,7 +16,7 @@ from .pool import TaskPool
 from .structure import affine
 
 __all__ = ["euclidean_softmax_attention", "project", "query_rows", "euclidean_scores", "euclidean_softmax_weights",
-           "softmax_inplace", "SERIAL"]
+           "softmax_inplace", "add_at", "SERIAL"]
 
 #: One thread: the pool of the kernels' callers that pass none.
 SERIAL = TaskPool(1)
@@ -57,6 +57,20 @@ def euclidean_softmax_weights(queries, keys, gamma):
     return softmax_inplace(euclidean_scores(queries, keys, gamma))
 
 
+def add_at(out, rows, cols, values):
+    """``out[rows, cols] += values`` for distinct ``(row, col)`` pairs of a 2-D ``out`` (often a block of
+    wider tokens), as one unbuffered add over the flat memory its rows span: NumPy's add at a 2-D fancy
+    index is several times slower (measured 8x at 1e5 points). The same sums."""
+    unit = out.itemsize
+    step = out.strides[0] // unit
+    if len(rows) == 0 or out.strides[1] != unit or out.strides[0] % unit or step < out.shape[1]:
+        out[rows, cols] += values
+        return out
+    span = np.lib.stride_tricks.as_strided(out, shape=((out.shape[0] - 1) * step + out.shape[1],), strides=(unit,))
+    np.add.at(span, rows * step + cols, values)
+    return out
+
+
 def softmax_inplace(S, add_to=None):
     """Row-wise softmax of the scores ``S``, in ``S``: the operations of :func:`~kmt_ref.attention.softmax`.
 
@@ -85,6 +99,8 @@ def softmax_inplace(S, add_to=None):
                 S.fill(0.0)
                 np.put(S, live, weights)
                 return S
+            if S.ndim == 2:
+                return add_at(add_to, rows, live - rows * S.shape[-1], weights)
             add_to[np.unravel_index(live, S.shape)] += weights
             return add_to
         S.fill(0.0)
