@@ -368,6 +368,8 @@ def test_a_run_s_labels_are_numpy_s_arg_max_of_the_assignments_at_ties_and_non_f
     labels, finite = _labels(Y)
     assert not finite and np.array_equal(labels, np.argmax(Y, axis=-1))
     np.testing.assert_array_equal(Y, before)
+    tied = np.ones((300, k), np.float32)  # every center tied: the sum of all k powers of two is exact in float64
+    assert np.array_equal(_labels(tied)[0], np.zeros(300))
 
 
 @pytest.mark.parametrize("view", ["block of tokens", "whole", "reversed rows", "every other column", "float32"])

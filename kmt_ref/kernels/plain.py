@@ -79,8 +79,7 @@ def max_members(t):
     """
     k = t.shape[-2]
     np.equal(t, np.max(t, axis=-2)[..., None, :], out=t, casting="unsafe")
-    rows = np.stack([2.0 ** np.arange(k - 1, -1, -1), np.ones(k)]).astype(t.dtype)
-    found = np.matmul(rows, t)
+    found = np.matmul(np.stack([2.0 ** np.arange(k - 1, -1, -1), np.ones(k)]), t)  # float64: exact to k = 53
     return k - np.frexp(found[..., 0, :])[1], found[..., 1, :]
 
 
