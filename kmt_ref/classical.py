@@ -120,7 +120,7 @@ def _lloyd(X, C, n_iter, empty_cluster, rng=None):
     points = X.reshape(B * n, d)
     offsets = (np.arange(B) * k)[:, None]  # cluster j of task b is cluster b * k + j of the batch
     frame = point_frame(X, C[:, :1])  # the points shifted once, not at every iteration
-    ones, rows = np.ones(B * n), np.arange(B * n + 1)
+    ones, columns = np.ones(B * n), np.arange(B * n + 1)
 
     def step(C, t):
         lab = nearest_center(X, C, frame)
@@ -128,7 +128,7 @@ def _lloyd(X, C, n_iter, empty_cluster, rng=None):
         counts = np.bincount(cluster, minlength=B * k).reshape(B, k)
         # (B k, B n) sparse membership matrix times the points: each cluster's sum, its
         # members added in their order (so a task's sums do not depend on the batch).
-        members = scipy.sparse.csr_matrix((ones, cluster, rows), shape=(B * n, B * k)).T
+        members = scipy.sparse.csc_matrix((ones, cluster, columns), shape=(B * k, B * n))  # point i: column i
         new = (members @ points).reshape(B, k, d) / np.maximum(counts, 1)[..., None]
         empty = counts == 0
         if empty_cluster == "random_point":
