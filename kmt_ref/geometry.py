@@ -21,7 +21,8 @@ __all__ = ["squared_distances", "center_distances", "nearest_center", "point_fra
 #: routines (about 32 MB of float64).
 CHUNK_ELEMENTS = 2**22
 #: (point, center) scores per chunk of :func:`nearest_center`: 512 KB of float64, within a core's
-#: cache, where the scores' three passes (product, arg-min, runner-up) run about twice as fast as from memory.
+#: cache, where the passes over the scores (the product, then the least and the near ones) run about twice as fast
+#: as from memory.
 ASSIGN_ELEMENTS = 2**16
 #: Points of a chunk that :func:`nearest_center`, measuring from 0, may leave to exact arithmetic before it measures
 #: the chunk again from the first center (a point far from 0 makes its scores' rounding large): about what
