@@ -123,6 +123,25 @@ def test_only_a_residual_whose_second_block_reads_nothing_the_first_writes_is_ad
     assert P1 is not P and Q1 is not Q
 
 
+@pytest.mark.parametrize("k", [5, kernels.plain.FEW_SOFTMAX_KEYS, kernels.plain.FEW_SOFTMAX_KEYS + 1])
+@pytest.mark.parametrize("build", [kmt_ref.lloyd_transformer, kmt_ref.dot_product_lloyd_transformer])
+@pytest.mark.parametrize("gamma", [1.0, 300.0, 1e4])  # every weight live; some dead; most dead
+def test_a_softmax_of_few_keys_added_one_key_per_row_is_the_one_by_rows_bit_for_bit(monkeypatch, k, build, gamma):
+    # several chunks of queries (the last one short: BLAS's product rounds a chunk's last rows its own way)
+    model = build(3, k, gamma=gamma)
+    X = np.random.default_rng(k).random((14_003, 3))
+    P, Q = model.layout.embed(X, X[:k])
+    block = model.blocks["CAX"]
+    calls = []
+    monkeypatch.setattr(kernels.plain, "softmax_columns",
+                        lambda *a: calls.append(1) or kernels.softmax.softmax_columns(*a))
+    out = kernels.add_attention(P.copy(), P, Q, block)
+    assert bool(calls) == (k <= kernels.plain.FEW_SOFTMAX_KEYS)
+    monkeypatch.setattr(kernels.plain, "FEW_SOFTMAX_KEYS", 0)
+    np.testing.assert_array_equal(out, kernels.add_attention(P.copy(), P, Q, block))
+    np.testing.assert_allclose(out, P + attention.attend(P, Q, block), rtol=0, atol=1e-10)  # the scores' rounding
+
+
 def test_the_hardmax_adds_each_points_nearest_centers_ids_exactly_at_ties():
     # x = 1 is exactly halfway between 0 and 2, x = 0.5 is not; the id rows are added where they are 1.
     model = kmt_ref.lloyd_transformer(1, 3)
@@ -253,8 +272,10 @@ def test_softmax_kernel_equals_the_reference_softmax_bit_for_bit_at_the_edges(sp
         ref = attention.softmax(S)
         fast = kernels.softmax.softmax_inplace(S.copy())
         added = kernels.softmax.softmax_inplace(S.copy(), add_to=tokens.copy()[:, 2:9])  # a strided view
+        by_key = kernels.softmax.softmax_columns(np.ascontiguousarray(S.T), tokens.copy()[:, 2:9])  # one key per row
     np.testing.assert_array_equal(fast, ref)
     np.testing.assert_array_equal(added, tokens[:, 2:9] + ref)
+    np.testing.assert_array_equal(by_key, tokens[:, 2:9] + ref)
     wide = np.full((400, 16), -spread)
     wide[:, 0] = 0.0
     wide[:40] = -rng.uniform(0.0, 5.0, size=(40, 16))  # rows of 16 live weights: NumPy sums them pairwise
@@ -263,6 +284,8 @@ def test_softmax_kernel_equals_the_reference_softmax_bit_for_bit_at_the_edges(sp
     crowded[:100, :3] = -rng.uniform(0.0, 5.0, size=(100, 3))  # a quarter of the rows with three live weights
     for scores in (wide, crowded):  # a few rows summed in full; so many that every row is
         np.testing.assert_array_equal(kernels.softmax.softmax_inplace(scores.copy()), attention.softmax(scores))
+        np.testing.assert_array_equal(kernels.softmax.softmax_columns(scores.T.copy(), np.zeros(scores.shape)),
+                                      attention.softmax(scores))
     with np.errstate(invalid="ignore"):
         assert (np.mean(S - S.max(-1, keepdims=True) < -746) > 0.75) == (spread > 1000)
     assert np.all(fast[4:6][np.isneginf(S[4:6])] == 0.0)

@@ -178,7 +178,7 @@ def test_the_softmax_kernel_is_the_reference_bit_for_bit(batch, m, r, log_scale,
     # Every path of the kernel (all live, some dead masked, most dead gathered, rows of one or two live weights
     # summed from those alone, crowded rows summed in full), and adding into strided tokens.
     from kmt_ref.attention import softmax
-    from kmt_ref.kernels.softmax import softmax_inplace
+    from kmt_ref.kernels.softmax import softmax_columns, softmax_inplace
 
     rng = np.random.default_rng(seed)
     shape = (batch,) * (batch > 0) + (m, r)
@@ -196,6 +196,33 @@ def test_the_softmax_kernel_is_the_reference_bit_for_bit(batch, m, r, log_scale,
     assert ours.dtype == ref.dtype
     np.testing.assert_array_equal(ours, ref)
     np.testing.assert_array_equal(added, expected)
+    if not batch:  # one key per row, added back into the tokens
+        with np.errstate(all="ignore"):
+            by_key = softmax_columns(np.ascontiguousarray(S.T), tokens.copy()[:, 2 : 2 + r])
+        np.testing.assert_array_equal(by_key, expected)
+
+
+@SETTINGS
+@given(r=st.integers(1, 128), m=st.integers(1, 30), log_scale=st.integers(0, 300),
+       special=st.sampled_from([None, np.inf, -np.inf, np.nan, -0.0]), dtype=st.sampled_from([np.float64, np.float32]),
+       seed=st.integers(0, 2**32 - 1))
+def test_column_sums_are_numpy_s_row_sums_bit_for_bit(r, m, log_scale, special, dtype, seed):
+    # NumPy sums a short row pairwise (8 running sums); column_sums must add in that order, not any other
+    from kmt_ref.kernels.softmax import column_sums
+
+    rng = np.random.default_rng(seed)
+    T = rng.standard_normal((r, m)) * 10.0 ** rng.uniform(-log_scale / 10, log_scale / 10, size=(r, m))
+    T = T.astype(dtype)
+    if special is not None:
+        T.flat[rng.integers(T.size)] = special
+        T[:, 0] = special if special == 0 else T[:, 0]  # a column of -0 only: its sum is +0, as NumPy's
+    with np.errstate(all="ignore"):
+        expected = np.sum(np.ascontiguousarray(T.T), axis=-1)
+        got = column_sums(T)
+    assert got.dtype == expected.dtype
+    assert np.array_equal(got.view(np.uint8), expected.view(np.uint8)) or (
+        np.array_equal(np.isnan(got), np.isnan(expected)) and np.array_equal(got[~np.isnan(got)].view(np.uint8),
+                                                                             expected[~np.isnan(expected)].view(np.uint8)))
 
 
 @settings(max_examples=60, deadline=None)

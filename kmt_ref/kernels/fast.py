@@ -96,13 +96,13 @@ def attend_parts(Zq, Zk, block, rng=None, pool=SERIAL, add_to=None):
     identity = plain.is_identity(values)
     if block.score == "euclidean" and block.normalizer == "hardmax":  # chunked by nearest_center itself
         return plain.euclidean_hardmax(queries, keys, None if identity else values), rows
-    if m <= chunk:
-        return plain.plain_chunk(queries, keys, values, block, norm, extra, identity), rows
     if add_to is not None:
         for a in range(0, m, chunk):
             plain.plain_chunk(queries[..., a : a + chunk, :], keys, values, block, norm, extra, identity,
                               add_to[..., a : a + chunk, :])
         return None, rows
+    if m <= chunk:
+        return plain.plain_chunk(queries, keys, values, block, norm, extra, identity), rows
     out = np.empty(np.broadcast_shapes(queries.shape[:-2], values.shape[:-2]) + (m, values.shape[-1]))
     for a in range(0, m, chunk):
         out[..., a : a + chunk, :] = plain.plain_chunk(queries[..., a : a + chunk, :], keys, values, block, norm,

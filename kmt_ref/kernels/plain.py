@@ -3,7 +3,8 @@
 The Euclidean hardmax finds each query's nearest keys as Lloyd's algorithm
 finds nearest centers, exactly; a layer adds a hardmax whose values are the
 ids as one-hot rows where they are 1, without making the weights, and a
-softmax's live weights only where most are 0. The linear normalization
+softmax's live weights only where most are 0 (over a few keys, computed one
+key per row). The linear normalization
 divides by the row sums in one pass, streaming the keys when a few queries
 face many; the softmaxes reuse the buffers of :mod:`kmt_ref.kernels.softmax`.
 """
@@ -12,10 +13,10 @@ import numpy as np
 
 from ..attention import SCORES
 from ..geometry import ASSIGN_ELEMENTS, nearest_center
-from .softmax import add_at, euclidean_scores, softmax_inplace
+from .softmax import add_at, euclidean_scores, softmax_columns, softmax_inplace
 
 __all__ = ["plain_chunk", "linear_over_keys", "is_identity", "euclidean_hardmax", "add_euclidean_hardmax",
-           "add_hardmax", "max_members", "STREAM_ELEMENTS", "FEW_KEYS"]
+           "add_hardmax", "max_members", "STREAM_ELEMENTS", "FEW_KEYS", "FEW_SOFTMAX_KEYS"]
 
 #: Scores held at once by the plain-array paths when a query has many keys: a chunk of
 #: 8 MB stays in the outer cache (measured 1.5-2x faster than ``CHUNK_ELEMENTS`` for the
@@ -25,6 +26,11 @@ STREAM_ELEMENTS = 2**20
 #: Up to this many keys, :func:`add_hardmax` finds the arg-max sets with one key per row (measured 1.3-2.5x
 #: faster at 4-16 keys, 1.2x at 32, slower at 64).
 FEW_KEYS = 32
+
+#: Up to this many keys, a softmax added into tokens is computed with one key per row
+#: (:func:`~kmt_ref.kernels.softmax.softmax_columns`): measured per chunk 0.6-0.9x the time at 4-16 keys; at
+#: 25-32, 0.75-0.85x where all weights live or most are dead, 1.15-1.2x where some are.
+FEW_SOFTMAX_KEYS = 16
 
 
 def _nearest_keys(queries, keys):
@@ -168,6 +174,8 @@ def plain_chunk(q, keys, values, block, norm, extra, identity, add_to=None):
     which makes its own chunks). ``add_to``: add the output into it instead (and return it); a softmax
     with the ids as values then adds only its weights that are not 0."""
     if block.normalizer == "softmax" and not block.params and block.score in ("euclidean", "dot"):
+        if identity and add_to is not None and add_to.ndim == 2 and keys.shape[-2] <= FEW_SOFTMAX_KEYS:
+            return softmax_columns(_scores_by_key(q, keys, block), add_to)
         if block.score == "euclidean":
             S = euclidean_scores(q, keys, block.gamma)
         else:
@@ -184,6 +192,21 @@ def plain_chunk(q, keys, values, block, norm, extra, identity, add_to=None):
         return out
     add_to += out
     return add_to
+
+
+def _scores_by_key(q, keys, block):
+    """The softmax's scores of :func:`plain_chunk` transposed, one key per row (r, m): the same numbers.
+
+    The product is taken as :func:`plain_chunk` takes it and then transposed: BLAS's product in the
+    other order (``keys @ q.T``) rounds the last few queries of a chunk differently.
+    """
+    S = np.ascontiguousarray(np.matmul(q, keys.T).T)
+    if block.score == "euclidean":
+        S *= 2.0 * block.gamma
+        S -= (block.gamma * np.sum(keys * keys, axis=-1))[:, None]
+    else:
+        S *= block.gamma
+    return S
 
 
 def _other_chunk(q, keys, values, block, norm, extra, identity):

@@ -16,7 +16,7 @@ from .pool import TaskPool
 from .structure import affine
 
 __all__ = ["euclidean_softmax_attention", "project", "query_rows", "euclidean_scores", "euclidean_softmax_weights",
-           "softmax_inplace", "add_at", "SERIAL"]
+           "softmax_inplace", "softmax_columns", "column_sums", "add_at", "SERIAL"]
 
 #: One thread: the pool of the kernels' callers that pass none.
 SERIAL = TaskPool(1)
@@ -38,6 +38,32 @@ def _row_max(S):
     for j in range(1, S.shape[-1]):
         np.maximum(out, S[..., j : j + 1], out=out)
     return out
+
+
+def column_sums(T):
+    """``np.sum(T.T, axis=-1)`` for ``T`` (r, m) with ``r <= 128``, bit for bit: NumPy's pairwise sum of each
+    column, done a row of ``T`` at a time (long rows; NumPy's reduction along a short axis is slow).
+
+    NumPy sums a row of ``r <= 128`` numbers into 8 running sums (terms ``j, j + 8, ...``), adds those as
+    ``((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))`` and then the last ``r % 8`` terms one by one
+    (``r < 8``: one by one from 0), into a 0.
+    """
+    r = T.shape[0]
+    if r > 128:
+        raise ValueError(f"column_sums sums at most 128 rows; got T.shape={T.shape}")
+    total = np.zeros(T.shape[1:], T.dtype)
+    if r < 8:
+        for row in T:
+            total += row
+        return total
+    s = T[:8].copy()
+    last = r - r % 8
+    for a in range(8, last, 8):
+        s += T[a : a + 8]
+    total += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+    for row in T[last:]:
+        total += row
+    return total
 
 
 def euclidean_scores(queries, keys, gamma):
@@ -92,7 +118,8 @@ def softmax_inplace(S, add_to=None):
         live = np.flatnonzero(~dead)
         weights = np.exp(np.take(S, live))
         rows = live // S.shape[-1]
-        total = _sparse_totals(S, live, rows, weights)
+        cols = live - rows * S.shape[-1]
+        total = _sparse_totals(S.size // S.shape[-1], S.shape[-1], rows, cols, weights)
         if total is not None:
             weights /= total[rows]
             if add_to is None:
@@ -100,7 +127,7 @@ def softmax_inplace(S, add_to=None):
                 np.put(S, live, weights)
                 return S
             if S.ndim == 2:
-                return add_at(add_to, rows, live - rows * S.shape[-1], weights)
+                return add_at(add_to, rows, cols, weights)
             add_to[np.unravel_index(live, S.shape)] += weights
             return add_to
         S.fill(0.0)
@@ -125,26 +152,63 @@ def softmax_inplace(S, add_to=None):
     return add_to
 
 
-def _sparse_totals(S, live, rows, weights):
-    """Each row's sum of its live ``weights`` (at flat indices ``live`` of ``S``, in rows ``rows``), as the sum
-    over its whole row gives it, bit for bit; ``None`` where the rows are better summed in full.
+def softmax_columns(T, add_to):
+    """``add_to += softmax_inplace(T.T)`` for the scores ``T`` (r, m), one key per row: the same numbers, bit
+    for bit, and ``add_to`` (m, r, any strides) returned. ``T`` is overwritten.
+
+    For a few keys per query, where NumPy's reductions along a row of ``S`` are slow and along the rows
+    of its transpose fast: the column maxima, the sparse path of :func:`softmax_inplace` where most
+    weights are dead, else the dead scores masked around ``exp``, and :func:`column_sums`.
+    """
+    r, m = T.shape
+    T -= np.max(T, axis=0)
+    dead = T < EXP_UNDERFLOW[T.dtype]
+    count = np.count_nonzero(dead)
+    if count > T.size * 3 // 4:
+        live = np.flatnonzero(~dead)
+        weights = np.exp(np.take(T, live))
+        keys = live // m
+        queries = live - keys * m
+        total = _sparse_totals(m, r, queries, keys, weights)
+        if total is not None:
+            weights /= total[queries]
+            return add_at(add_to, queries, keys, weights)
+    if count:
+        keep = np.subtract(1, dead, dtype=T.dtype)  # -inf times 0 is nan: repaired below, as in softmax_inplace
+        T *= keep
+        np.exp(T, out=T)
+        T *= keep
+    else:
+        np.exp(T, out=T)
+    total = column_sums(T)
+    if count and np.isnan(total).any():
+        np.copyto(T, 0.0, where=dead)
+        total = column_sums(T)
+    T /= total
+    add_to += T.T
+    return add_to
+
+
+def _sparse_totals(n_rows, r, rows, cols, weights):
+    """The sum of each of ``n_rows`` rows of ``r`` weights, as the sum over its whole row gives it, bit for
+    bit, from its live ``weights`` only (at ``rows``, ``cols``; the others are 0); ``None`` where the rows are
+    better summed in full.
 
     A row of one or two live weights sums them in any order to the same float (its zeros add nothing);
     a row of more is laid out in full and summed as the dense path sums it; when more than an eighth
     of the rows are such, ``None``. ``None`` too where a total is not finite (a score of +inf: the
     dense path then makes the whole row nan, as the reference does).
     """
-    r = S.shape[-1]
-    counts = np.bincount(rows, minlength=S.size // r)
-    total = np.bincount(rows, weights=weights, minlength=S.size // r).astype(S.dtype)
+    counts = np.bincount(rows, minlength=n_rows)
+    total = np.bincount(rows, weights=weights, minlength=n_rows).astype(weights.dtype)
     many = counts > 2
     n_many = np.count_nonzero(many)
-    if n_many > len(counts) // 8:
+    if n_many > n_rows // 8:
         return None
     if n_many:
         crowded = many[rows]
-        full = np.zeros((n_many, r), S.dtype)
-        full[(np.cumsum(many) - 1)[rows[crowded]], live[crowded] % r] = weights[crowded]
+        full = np.zeros((n_many, r), weights.dtype)
+        full[(np.cumsum(many) - 1)[rows[crowded]], cols[crowded]] = weights[crowded]
         total[many] = np.sum(full, axis=-1)
     return total if np.isfinite(total).all() else None
 
