@@ -28,9 +28,9 @@ STREAM_ELEMENTS = 2**20
 FEW_KEYS = 32
 
 #: Up to this many keys, a softmax added into tokens is computed with one key per row
-#: (:func:`~kmt_ref.kernels.softmax.softmax_columns`): measured per chunk 0.6-0.9x the time at 4-16 keys; at
-#: 25-32, 0.75-0.85x where all weights live or most are dead, 1.15-1.2x where some are.
-FEW_SOFTMAX_KEYS = 16
+#: (:func:`~kmt_ref.kernels.softmax.softmax_columns`): measured per chunk 0.7-1.0x the time at 4-56 keys,
+#: 0.9-1.15x at 64 and up to 1.5x at 100.
+FEW_SOFTMAX_KEYS = 56
 
 
 def _nearest_keys(queries, keys):

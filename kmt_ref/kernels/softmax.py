@@ -173,7 +173,9 @@ def softmax_columns(T, add_to):
         if total is not None:
             weights /= total[queries]
             return add_at(add_to, queries, keys, weights)
-    if count:
+        T.fill(0.0)
+        np.put(T, live, weights)
+    elif count:
         keep = np.subtract(1, dead, dtype=T.dtype)  # -inf times 0 is nan: repaired below, as in softmax_inplace
         T *= keep
         np.exp(T, out=T)
