@@ -174,7 +174,7 @@ def plain_chunk(q, keys, values, block, norm, extra, identity, add_to=None):
     which makes its own chunks). ``add_to``: add the output into it instead (and return it); a softmax
     with the ids as values then adds only its weights that are not 0."""
     if block.normalizer == "softmax" and not block.params and block.score in ("euclidean", "dot"):
-        if identity and add_to is not None and add_to.ndim == 2 and keys.shape[-2] <= FEW_SOFTMAX_KEYS:
+        if identity and add_to is not None and add_to.ndim == keys.ndim == 2 and keys.shape[-2] <= FEW_SOFTMAX_KEYS:
             return softmax_columns(_scores_by_key(q, keys, block), add_to)
         if block.score == "euclidean":
             S = euclidean_scores(q, keys, block.gamma)
