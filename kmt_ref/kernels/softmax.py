@@ -111,23 +111,42 @@ def softmax_inplace(S, add_to=None):
     instead, adding only the weights that are not 0 where most are (adding a 0
     changes no number; only a ``-0`` would become ``+0``); returns ``add_to``.
     """
-    S -= _row_max(S)
+    return _softmax(S, add_to, by_key=False)
+
+
+def softmax_columns(T, add_to):
+    """``add_to += softmax_inplace(T.T)`` for the scores ``T`` (r, m), one key per row: the same numbers, bit
+    for bit, and ``add_to`` (m, r, any strides) returned. ``T`` is overwritten.
+
+    For a few keys per query, where NumPy's reductions along a row of ``S`` are slow and along the rows
+    of its transpose fast: the column maxima, the passes of :func:`softmax_inplace`, and
+    :func:`column_sums`.
+    """
+    return _softmax(T, add_to, by_key=True)
+
+
+def _softmax(S, add_to, by_key):
+    """:func:`softmax_inplace` (``by_key=False``: a query's scores in each row of ``S``) and
+    :func:`softmax_columns` (``by_key=True``: in each column of the 2-D ``S``)."""
+    S -= np.max(S, axis=0) if by_key else _row_max(S)
     dead = S < EXP_UNDERFLOW[S.dtype]
     count = np.count_nonzero(dead)
     if count > S.size * 3 // 4:
         live = np.flatnonzero(~dead)
         weights = np.exp(np.take(S, live))
-        rows = live // S.shape[-1]
-        cols = live - rows * S.shape[-1]
-        total = _sparse_totals(S.size // S.shape[-1], S.shape[-1], rows, cols, weights)
+        outer = live // S.shape[-1]
+        inner = live - outer * S.shape[-1]
+        queries, keys = (inner, outer) if by_key else (outer, inner)
+        n_queries, r = S.shape[::-1] if by_key else (S.size // S.shape[-1], S.shape[-1])
+        total = _sparse_totals(n_queries, r, queries, keys, weights)
         if total is not None:
-            weights /= total[rows]
+            weights /= total[queries]
             if add_to is None:
                 S.fill(0.0)
                 np.put(S, live, weights)
                 return S
             if S.ndim == 2:
-                return add_at(add_to, rows, cols, weights)
+                return add_at(add_to, queries, keys, weights)
             add_to[np.unravel_index(live, S.shape)] += weights
             return add_to
         S.fill(0.0)
@@ -141,54 +160,20 @@ def softmax_inplace(S, add_to=None):
         S *= keep
     else:
         np.exp(S, out=S)
-    total = np.sum(S, axis=-1, keepdims=True)
+    total = _totals(S, by_key)
     if count and np.isnan(total).any():
         np.copyto(S, 0.0, where=dead)
-        total = np.sum(S, axis=-1, keepdims=True)
+        total = _totals(S, by_key)
     S /= total
     if add_to is None:
         return S
-    add_to += S
+    add_to += S.T if by_key else S
     return add_to
 
 
-def softmax_columns(T, add_to):
-    """``add_to += softmax_inplace(T.T)`` for the scores ``T`` (r, m), one key per row: the same numbers, bit
-    for bit, and ``add_to`` (m, r, any strides) returned. ``T`` is overwritten.
-
-    For a few keys per query, where NumPy's reductions along a row of ``S`` are slow and along the rows
-    of its transpose fast: the column maxima, the sparse path of :func:`softmax_inplace` where most
-    weights are dead, else the dead scores masked around ``exp``, and :func:`column_sums`.
-    """
-    r, m = T.shape
-    T -= np.max(T, axis=0)
-    dead = T < EXP_UNDERFLOW[T.dtype]
-    count = np.count_nonzero(dead)
-    if count > T.size * 3 // 4:
-        live = np.flatnonzero(~dead)
-        weights = np.exp(np.take(T, live))
-        keys = live // m
-        queries = live - keys * m
-        total = _sparse_totals(m, r, queries, keys, weights)
-        if total is not None:
-            weights /= total[queries]
-            return add_at(add_to, queries, keys, weights)
-        T.fill(0.0)
-        np.put(T, live, weights)
-    elif count:
-        keep = np.subtract(1, dead, dtype=T.dtype)  # -inf times 0 is nan: repaired below, as in softmax_inplace
-        T *= keep
-        np.exp(T, out=T)
-        T *= keep
-    else:
-        np.exp(T, out=T)
-    total = column_sums(T)
-    if count and np.isnan(total).any():
-        np.copyto(T, 0.0, where=dead)
-        total = column_sums(T)
-    T /= total
-    add_to += T.T
-    return add_to
+def _totals(S, by_key):
+    """Each query's sum of weights, shaped to divide ``S`` by (:func:`_softmax`'s layouts)."""
+    return column_sums(S) if by_key else np.sum(S, axis=-1, keepdims=True)
 
 
 def _sparse_totals(n_rows, r, rows, cols, weights):
