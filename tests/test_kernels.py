@@ -142,6 +142,13 @@ def test_a_softmax_of_few_keys_added_one_key_per_row_is_the_one_by_rows_bit_for_
     np.testing.assert_allclose(out, P + attention.attend(P, Q, block), rtol=0, atol=1e-10)  # the scores' rounding
 
 
+def test_column_sums_refuse_rows_numpy_would_sum_in_halves():
+    # above 128 terms NumPy's pairwise sum splits a row in two: column_sums would not have its bits
+    with pytest.raises(ValueError, match=r"at most 128 rows; got T.shape=\(129, 3\)"):
+        kernels.softmax.column_sums(np.ones((129, 3)))
+    np.testing.assert_array_equal(kernels.softmax.column_sums(np.ones((128, 3))), 128.0)
+
+
 def test_the_hardmax_adds_each_points_nearest_centers_ids_exactly_at_ties():
     # x = 1 is exactly halfway between 0 and 2, x = 0.5 is not; the id rows are added where they are 1.
     model = kmt_ref.lloyd_transformer(1, 3)

@@ -41,12 +41,22 @@ def _row_max(S):
 
 
 def column_sums(T):
-    """``np.sum(T.T, axis=-1)`` for ``T`` (r, m) with ``r <= 128``, bit for bit: NumPy's pairwise sum of each
-    column, done a row of ``T`` at a time (long rows; NumPy's reduction along a short axis is slow).
+    """``np.sum(T.T, axis=-1)`` bit for bit: NumPy's pairwise sum of each column, done a row of ``T`` at a time
+    (long rows; NumPy's reduction along a short axis is slow).
 
+    Parameters
+    ----------
+    T : ndarray, shape (r, m), ``r <= 128``
+
+    Returns
+    -------
+    ndarray, shape (m,)
+
+    Notes
+    -----
     NumPy sums a row of ``r <= 128`` numbers into 8 running sums (terms ``j, j + 8, ...``), adds those as
     ``((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))`` and then the last ``r % 8`` terms one by one
-    (``r < 8``: one by one from 0), into a 0.
+    (``r < 8``: one by one from 0), into a 0. Longer rows it splits in halves, which this does not do.
     """
     r = T.shape[0]
     if r > 128:
@@ -115,12 +125,23 @@ def softmax_inplace(S, add_to=None):
 
 
 def softmax_columns(T, add_to):
-    """``add_to += softmax_inplace(T.T)`` for the scores ``T`` (r, m), one key per row: the same numbers, bit
-    for bit, and ``add_to`` (m, r, any strides) returned. ``T`` is overwritten.
+    """``add_to += softmax_inplace(T.T)``, bit for bit, from the scores held one key per row.
 
     For a few keys per query, where NumPy's reductions along a row of ``S`` are slow and along the rows
     of its transpose fast: the column maxima, the passes of :func:`softmax_inplace`, and
     :func:`column_sums`.
+
+    Parameters
+    ----------
+    T : ndarray, shape (r, m), ``r <= 128``
+        The scores of ``m`` queries against ``r`` keys, transposed; overwritten.
+    add_to : ndarray, shape (m, r)
+        Any strides (a block of wider tokens).
+
+    Returns
+    -------
+    ndarray
+        ``add_to``.
     """
     return _softmax(T, add_to, by_key=True)
 
