@@ -25,12 +25,24 @@ def test_cell_losses_are_nan_where_lloyd_empties_a_cluster_and_zero_when_exact()
 
 def test_compare_summarizes_the_shared_cells_of_both_sweeps():
     result = {"grid": {"gammas": [1.0]}, "rows": [[5, 1, 100, 1, 0.5], [5, 1, 100, 2, None], [10, 2, 278, 3, -0.01]]}
-    authors = {1.0: {(5, 1, 100, 1): 0.4, (5, 1, 100, 2): 0.3, (10, 2, 278, 3): 0.0005, (50, 9, 100, 1): 9.0}}
+    authors = {1.0: {(5, 1, 100, 1): 0.4, (5, 1, 100, 2): 0.3, (10, 2, 278, 3): 0.002, (50, 9, 100, 1): 9.0}}
     report = ps.compare(result, authors)["1"]
     assert report["ours"] == {"n_cells": 2, "mean": pytest.approx(0.245), "median": pytest.approx(0.245),
                               "frac_within_1e-3": 0.0, "frac_negative": 0.5}
     assert report["authors"]["n_cells"] == 3 and report["authors_full_grid"]["n_cells"] == 4
+    # Cell by cell over the two cells both define: 0.5 - 0.4 and -0.01 - 0.002, the second of opposite signs.
+    assert report["cells"] == {"cells": 2, "mean_difference": pytest.approx(0.044),
+                               "mean_abs_difference": pytest.approx(0.056), "max_abs_difference": pytest.approx(0.1),
+                               "frac_opposite_signs": 0.5}
     assert report["heatmaps"]["k x scale"]["max_abs_difference"] == pytest.approx(0.1)
+    assert report["heatmaps"]["k x scale"]["mean_difference"] == pytest.approx(0.044)
+
+
+def test_opposite_signs_count_only_beyond_the_tolerance_on_both_sides():
+    ours = np.array([0.002, -0.002, 0.001, 0.5, -0.5])
+    theirs = np.array([-0.002, 0.002, -0.5, 0.4, -0.0011])
+    # Opposite beyond 1e-3: the first two; 0.001 is not beyond it; the last two agree in sign.
+    assert ps._differences(ours, theirs)["frac_opposite_signs"] == pytest.approx(2 / 5)
 
 
 def test_the_authors_csv_gives_the_published_summary():
