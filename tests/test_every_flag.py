@@ -41,13 +41,9 @@ COMMANDS = {
 NOT_RUN = {
     ("reproduce", "paper-sweep", "--out"): "it runs the authors' whole grid (hours); the sweep code runs on a "
                                           "small grid in test_paper_sweep.py",
-    ("reproduce", "paper-sweep", "--full"): "every cell of the grid (core-hours); test_jobs.py runs a small grid "
-                                           "through the same jobs",
     ("reproduce", "paper-sweep", "--workers"): "it runs the committed cells (an hour); test_jobs.py runs a small "
                                               "grid on a local Dask cluster",
     ("reproduce", "paper-sweep", "--scheduler"): "the same; test_jobs.py runs a small grid on a cluster's scheduler",
-    ("reproduce", "paper-sweep", "--finished-only"): "it needs a sweep's cell files: test_jobs.py makes some and runs "
-                                                    "the command on them",
     ("train", "--scheduler"): "needs a running scheduler: test_jobs.py starts one and runs train --scheduler",
     **{("reproduce", name, flag): "a Dask cluster per experiment would take minutes here: test_jobs.py runs an "
        "experiment whose models are trained on a cluster, and the options' checks"
@@ -74,6 +70,9 @@ def runs(tmp):
         (kmt_main, ["reproduce", "sweep", "--quick", "--out", f"{out}/sweep.json", "--figure", f"{out}/sweep.png"]),
         (kmt_main, ["reproduce", "sweep", "--report", "--json"]),
         (kmt_main, ["reproduce", "paper-sweep", "--report", "--json"]),
+        # the committed cells kept and gathered: nothing computed
+        (kmt_main, ["reproduce", "paper-sweep", "--full", "--finished-only", "--resume-from", "committed",
+                    "--out", f"{out}/paper-sweep/paper_sweep.json"]),
         (exercises_main, ["init", f"{out}/workbook"]),
         (exercises_main, ["check", "--dir", f"{out}/workbook/solutions", "--timeout", "600", "01"]),
         (exercises_main, ["list"]),

@@ -113,6 +113,59 @@ def test_finished_only_gathers_the_cells_a_running_sweep_has_done_and_computes_n
     assert "no finished cells under" in capsys.readouterr().err
 
 
+def test_a_sweep_resumed_from_an_earlier_json_computes_only_the_cells_it_lacks(tmp_path, monkeypatch):
+    full = ps.run_paper_sweep(grid=GRID, directory=str(tmp_path / "a"))
+    half = dict(full, rows=full["rows"][::2], cell_seconds={})
+    computed = []
+    real = ps.cell_losses
+    monkeypatch.setattr(ps, "cell_losses", lambda *a: computed.append(1) or real(*a))
+    assert ps.keep_cells(half, str(tmp_path / "b"), grid=GRID) == 8
+    assert ps.run_paper_sweep(grid=GRID, directory=str(tmp_path / "b"))["rows"] == full["rows"]
+    assert len(computed) == 8
+    assert ps.keep_cells(half, str(tmp_path / "b"), grid=GRID) == 0  # kept already, the same losses
+    # From the whole run: nothing computed, and its cost carried over as the mean seconds of each n.
+    assert ps.keep_cells(full, str(tmp_path / "c"), grid=GRID) == 16
+    again = ps.run_paper_sweep(grid=GRID, directory=str(tmp_path / "c"))
+    assert again["rows"] == full["rows"] and len(computed) == 8
+    assert again["cell_seconds"] == pytest.approx(full["cell_seconds"], abs=0.1)
+
+
+def test_resuming_refuses_a_source_that_does_not_match(tmp_path, capsys):
+    full = ps.run_paper_sweep(grid=GRID)
+    with pytest.raises(ValueError, match="source is a sweep of seed 0"):
+        ps.keep_cells(full, str(tmp_path), seed=1, grid=GRID)
+    with pytest.raises(ValueError, match="source is a sweep of seed 0"):
+        ps.keep_cells(full, str(tmp_path))  # another grid
+    with pytest.raises(ValueError, match="no cell of the grid"):
+        ps.keep_cells(dict(full, rows=[[5, 1, 101, 1, 0.0, 0.0, 0.0]]), str(tmp_path), grid=GRID)
+    with pytest.raises(ValueError, match="no cell of the grid"):
+        ps.keep_cells(dict(full, rows=[full["rows"][0][:-1]]), str(tmp_path), grid=GRID)
+    # A cell kept there with other losses is named, not overwritten.
+    ps.keep_cells(full, str(tmp_path), grid=GRID)
+    row = full["rows"][3]
+    other = dict(full, rows=[row[:4] + [row[4] + 2.0**-40] + row[5:]])
+    with pytest.raises(ValueError, match=f"cell seed0-k{row[0]}-d{row[1]}-n{row[2]}-scale{row[3]}: kept under"):
+        ps.keep_cells(other, str(tmp_path), grid=GRID)
+    assert ps.keep_cells(full, str(tmp_path), grid=GRID) == 0
+    out = str(tmp_path / "cli" / "s.json")
+    with pytest.raises(SystemExit):
+        kmt_main(["reproduce", "paper-sweep", "--resume-from", str(tmp_path / "missing.json"), "--out", out])
+    assert "--resume-from" in capsys.readouterr().err and not os.path.exists(out)
+    with pytest.raises(SystemExit):
+        kmt_main(["reproduce", "paper-sweep", "--report", "--resume-from", "committed"])
+    assert "takes no --resume-from" in capsys.readouterr().err
+
+
+def test_the_committed_sweep_resumed_and_gathered_is_the_committed_sweep(tmp_path, monkeypatch):
+    monkeypatch.setattr(ps, "cell_losses", lambda *a: pytest.fail("a cell was computed"))
+    out = str(tmp_path / "s.json")
+    assert kmt_main(["reproduce", "paper-sweep", "--full", "--finished-only", "--resume-from", "committed",
+                     "--out", out]) == 0
+    gathered, committed = json.load(open(out)), ps.load_paper_sweep()
+    assert gathered["rows"] == committed["rows"]
+    assert gathered["cell_seconds"] == pytest.approx(committed["cell_seconds"], abs=0.1)
+
+
 def test_full_puts_the_committed_cells_first_and_adds_every_other_cell():
     grid = dict(GRID, ns=[100, 16681, 46415], ks=[5], ds=[1, 2])
     some, every = ps._cells(grid, np.random.default_rng(0)), ps._cells(grid, np.random.default_rng(0), full=True)

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from .._validation import check_int
 from ._results import check_output_dir
 
-__all__ = ["Job", "JOB_KINDS", "run_job", "run_jobs", "finished", "job_seconds", "check_cluster", "cluster"]
+__all__ = ["Job", "JOB_KINDS", "run_job", "run_jobs", "keep_result", "finished", "job_seconds", "check_cluster",
+           "cluster"]
 
 #: The kinds of job: ``{kind: ("module:function", "module:check" or None)}``. The function is called as
 #: ``function(directory, **inputs)`` on whichever process runs the job (a name, not the function, so a job
@@ -93,18 +94,26 @@ def run_job(job, directory=None, options=None):
         raise ValueError(f"job kind must be one of {sorted(JOB_KINDS)}; got {job.kind!r}")
     if directory is None:
         return _function(job.kind)(None, **job.inputs, **(options or {}))
-    path = check_output_dir(job.path(directory), "directory")  # never into the committed results
+    check_output_dir(job.path(directory), "directory")  # never into the committed results, checked before any work
     stored = finished(job, directory)
     if stored is not None:
         return stored
     start = time.perf_counter()
     result = _function(job.kind)(directory, **job.inputs, **(options or {}))
-    seconds = time.perf_counter() - start  # of this run only (a resumed training: since it resumed)
-    path = check_output_dir(path, "directory")  # checked again: a folder may have become a link meanwhile
+    # of this run only (a resumed training: since it resumed)
+    return keep_result(job, directory, result, time.perf_counter() - start)
+
+
+def keep_result(job, directory, result, seconds=None):
+    """Write ``result`` (a JSON value) as ``job``'s result file under ``directory``, whole or not at all, with
+    the ``seconds`` it took (None: not known); returns ``result``."""
+    # never into the committed results (checked when written: a folder may have become a link meanwhile)
+    path = check_output_dir(job.path(directory), "directory")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        json.dump({"job": job.record(), "result": result, "seconds": round(seconds, 3)}, f)
+        json.dump({"job": job.record(), "result": result, "seconds": None if seconds is None else round(seconds, 6)},
+                  f)
     os.replace(tmp, path)  # atomic: a reader sees the whole file or none
     return result
 

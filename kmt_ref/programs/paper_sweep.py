@@ -24,8 +24,9 @@ committed run (``kmt_ref/results/sweep/paper_sweep.json``) covers every cell
 with ``n <= SUBSAMPLE_ABOVE``, a seeded random subset of the cells above and
 possibly the next cells of a full run by increasing ``n`` (the JSON lists
 them). ``python -m kmt_ref reproduce paper-sweep`` recomputes the first two,
-``--full`` every cell (``--finished-only`` gathers what a full run has kept);
-``--report`` prints the comparison.
+``--full`` every cell (``--finished-only`` gathers what a full run has kept,
+``--resume-from`` starts from an earlier run's JSON, e.g. the committed one,
+and computes only the cells it lacks); ``--report`` prints the comparison.
 """
 
 import argparse
@@ -43,11 +44,11 @@ from ..lloyd_transformer import lloyd_transformer
 from ..tasks import DATA_DIR
 from ._cli import integer_at_least
 from ._results import COMMITTED_DIR, check_output_dir, output_dir
-from .jobs import Job, cluster, finished, job_seconds, run_jobs
+from .jobs import Job, cluster, finished, job_seconds, keep_result, run_jobs
 
-__all__ = ["PAPER_GRID", "HEATMAPS", "authors_task", "cell_losses", "cell_job", "cell_jobs", "run_paper_sweep",
-           "load_authors", "load_paper_sweep", "summarize", "compare", "coverage", "heatmap_grids", "heatmaps",
-           "reproduce"]
+__all__ = ["PAPER_GRID", "HEATMAPS", "authors_task", "cell_losses", "cell_job", "cell_jobs", "keep_cells",
+           "run_paper_sweep", "load_authors", "load_paper_sweep", "summarize", "compare", "coverage", "heatmap_grids",
+           "heatmaps", "reproduce"]
 
 #: The authors' grid.
 PAPER_GRID = dict(
@@ -153,6 +154,50 @@ def cell_jobs(seed=0, grid=None, full=False):
     return [Job("paper-sweep-cell", f"seed{seed}-k{k}-d{d}-n{n}-scale{scale:g}",
                 dict(seed=seed, k=int(k), d=int(d), n=int(n), scale=scale, gammas=gammas))
             for k, d, n, scale in _cells(grid, np.random.default_rng([seed]), full)]
+
+
+def keep_cells(source, directory, seed=0, grid=None):
+    """Keep the cells of an earlier sweep under ``directory`` as finished, so that a run there computes only
+    the others; returns how many files it wrote.
+
+    Parameters
+    ----------
+    source : dict
+        A result of :func:`run_paper_sweep` (e.g. the committed one, :func:`load_paper_sweep`) of the same
+        ``seed`` and ``grid``.
+    directory : str
+        Where a run keeps its cells (the folder of its ``--out``).
+
+    Notes
+    -----
+    A cell already kept there is left as it is, and must hold the same losses. ``source`` records the
+    seconds of its cells as sums per ``n`` only, so each file written records the mean over its ``n``:
+    a sweep gathered there sums to ``source``'s cost plus that of the cells it computes.
+    """
+    grid, seed = dict(PAPER_GRID if grid is None else grid), check_int(seed, "seed", low=0)
+    if source.get("seed") != seed or source.get("grid") != grid:
+        raise ValueError(f"source is a sweep of seed {source.get('seed')!r} and grid {source.get('grid')!r}; "
+                         f"this run's are {seed!r} and {grid!r}")
+    jobs = {tuple(job.inputs[a] for a in _AXES): job for job in cell_jobs(seed, grid, full=True)}
+    per_n = {}
+    for row in source["rows"]:
+        per_n[str(row[2])] = per_n.get(str(row[2]), 0) + 1
+    written = 0
+    for row in source["rows"]:
+        job = jobs.get(tuple(row[:4]))
+        if job is None or len(row) != 4 + len(grid["gammas"]):
+            raise ValueError(f"source has a row that is no cell of the grid: {row!r}")
+        result = {"losses": list(row[4:])}
+        kept = finished(job, directory)
+        if kept is not None:
+            if kept != result:
+                raise ValueError(f"cell {job.name}: kept under {directory} with losses {kept['losses']}, "
+                                 f"source says {result['losses']}")
+            continue
+        total = source.get("cell_seconds", {}).get(str(row[2]))
+        keep_result(job, directory, result, None if total is None else total / per_n[str(row[2])])
+        written += 1
+    return written
 
 
 def run_paper_sweep(seed=0, grid=None, progress=False, full=False, directory=None, client=None, finished_only=False):
@@ -297,8 +342,8 @@ def load_paper_sweep(path=COMMITTED_PATH):
 
 
 def reproduce(argv=()):
-    """``python -m kmt_ref reproduce paper-sweep [--report] [--json] [--out PATH] [--full] [--workers N |
-    --scheduler ADDRESS]``."""
+    """``python -m kmt_ref reproduce paper-sweep [--report] [--json] [--out PATH] [--full] [--finished-only]
+    [--resume-from JSON] [--workers N | --scheduler ADDRESS]``."""
     parser = argparse.ArgumentParser(prog="python -m kmt_ref reproduce paper-sweep",
                                      description="the authors' parameter sweep (their grid and metric)")
     parser.add_argument("--report", action="store_true",
@@ -313,6 +358,9 @@ def reproduce(argv=()):
     parser.add_argument("--finished-only", action="store_true",
                         help="gather the cells whose results are already kept beside --out (e.g. by a --full run "
                         "still in progress) and compute nothing")
+    parser.add_argument("--resume-from", default=None, metavar="JSON",
+                        help="take the cells of an earlier sweep's JSON (\"committed\": the committed run) as "
+                        "finished, kept beside --out, and compute only the others")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--workers", type=integer_at_least(1), default=None,
                        help="run the cells on a local Dask cluster of this many processes (needs kmt-ref[dask])")
@@ -321,12 +369,21 @@ def reproduce(argv=()):
                        "workers must see the output folder")
     args = parser.parse_args(list(argv))
     if args.report:
+        if args.resume_from is not None:
+            parser.error("--report runs nothing: it takes no --resume-from")
         result = load_paper_sweep(args.out or COMMITTED_PATH)
     else:
         try:
             out = check_output_dir(args.out or os.path.join(output_dir(), "sweep", "paper_sweep.json"), "--out")
         except ValueError as err:
             parser.error(str(err))
+        if args.resume_from is not None:
+            try:
+                kept = keep_cells(load_paper_sweep(COMMITTED_PATH if args.resume_from == "committed"
+                                                   else args.resume_from), os.path.dirname(out))
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                parser.error(f"--resume-from {args.resume_from}: {err}")
+            print(f"paper sweep: {kept} cells of {args.resume_from} kept beside {out}", file=sys.stderr)
         n_cells = len(_cells(PAPER_GRID, np.random.default_rng(0), args.full))
         print(f"paper sweep: {n_cells} cells{', those finished only' if args.finished_only else ''} -> {out}",
               file=sys.stderr)
