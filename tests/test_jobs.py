@@ -166,6 +166,20 @@ def test_the_committed_sweep_resumed_and_gathered_is_the_committed_sweep(tmp_pat
     assert gathered["cell_seconds"] == pytest.approx(committed["cell_seconds"], abs=0.1)
 
 
+def test_the_report_states_the_coverage_of_the_sweep_it_reads(tmp_path, capsys):
+    full = ps.run_paper_sweep(grid=GRID)
+    at_278 = [row for row in full["rows"] if row[2] == 278]
+    path = str(tmp_path / "s.json")
+    with open(path, "w") as f:
+        json.dump(dict(full, rows=[row for row in full["rows"] if row[2] == 100] + at_278[:3]), f)
+    assert kmt_main(["reproduce", "paper-sweep", "--report", "--out", path]) == 0
+    assert "over the 11 cells of our run (every cell up to n = 100, 3 of 8 at n = 278)" in capsys.readouterr().out
+    with open(path, "w") as f:
+        json.dump(dict(full, rows=at_278), f)
+    assert kmt_main(["reproduce", "paper-sweep", "--report", "--out", path]) == 0
+    assert "over the 8 cells of our run (0 of 8 at n = 100, 8 of 8 at n = 278)" in capsys.readouterr().out
+
+
 def test_full_puts_the_committed_cells_first_and_adds_every_other_cell():
     grid = dict(GRID, ns=[100, 16681, 46415], ks=[5], ds=[1, 2])
     some, every = ps._cells(grid, np.random.default_rng(0)), ps._cells(grid, np.random.default_rng(0), full=True)

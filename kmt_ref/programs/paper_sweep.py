@@ -402,8 +402,14 @@ def reproduce(argv=()):
         print(json.dumps({g: {"ours": r["ours"], "authors": r["authors"]} for g, r in report.items()}, indent=1))
         return 0
     print("The authors' parameter sweep: log objective of the transformer after 10 layers minus Lloyd's,")
-    print(f"over the {len(result['rows'])} cells of our run (all cells with n <= {SUBSAMPLE_ABOVE}, a random "
-          "subset above) and the same cells of the authors' CSV; 'within' and 'below' use 1e-3 (our tolerance).")
+    cover = sorted(coverage(result).items())
+    whole = 0  # the smallest n whose cells have all run
+    while whole < len(cover) and cover[whole][1][0] == cover[whole][1][1]:
+        whole += 1
+    parts = ([f"every cell up to n = {cover[whole - 1][0]:,}"] if whole else []) + [
+        f"{run:,} of {total:,} at n = {n:,}" for n, (run, total) in cover[whole:]]
+    print(f"over the {len(result['rows']):,} cells of our run ({', '.join(parts)}) and the same cells of the "
+          "authors' CSV; 'within' and 'below' use 1e-3 (our tolerance).")
     print(f"{'gamma':>6} {'':8}{'cells':>7}{'mean':>8}{'median':>9}{'within':>8}{'below':>7}")
     for gamma, r in report.items():
         for who in ("ours", "authors"):
