@@ -140,6 +140,13 @@ def test_resuming_refuses_a_source_that_does_not_match(tmp_path, capsys):
         ps.keep_cells(dict(full, rows=[[5, 1, 101, 1, 0.0, 0.0, 0.0]]), str(tmp_path), grid=GRID)
     with pytest.raises(ValueError, match="no cell of the grid"):
         ps.keep_cells(dict(full, rows=[full["rows"][0][:-1]]), str(tmp_path), grid=GRID)
+    for row in (7, [[5], 1, 100, 1, 0.0, 0.0, 0.0]):
+        with pytest.raises(ValueError, match="no cell of the grid"):
+            ps.keep_cells(dict(full, rows=full["rows"][:2] + [row]), str(tmp_path), grid=GRID)
+    assert not os.path.exists(tmp_path / "jobs")  # every row is checked before any file is written
+    for bad in ([full], dict(full, rows=None)):
+        with pytest.raises(ValueError, match="source must be a sweep's result"):
+            ps.keep_cells(bad, str(tmp_path), grid=GRID)
     # A cell kept there with other losses is named, not overwritten.
     ps.keep_cells(full, str(tmp_path), grid=GRID)
     row = full["rows"][3]

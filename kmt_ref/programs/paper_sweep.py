@@ -175,27 +175,35 @@ def keep_cells(source, directory, seed=0, grid=None):
     a sweep gathered there sums to ``source``'s cost plus that of the cells it computes.
     """
     grid, seed = dict(PAPER_GRID if grid is None else grid), check_int(seed, "seed", low=0)
+    if not isinstance(source, dict) or not isinstance(source.get("rows"), list):
+        raise ValueError(f"source must be a sweep's result, a dict with a list of rows; got {type(source).__name__}")
     if source.get("seed") != seed or source.get("grid") != grid:
         raise ValueError(f"source is a sweep of seed {source.get('seed')!r} and grid {source.get('grid')!r}; "
                          f"this run's are {seed!r} and {grid!r}")
     jobs = {tuple(job.inputs[a] for a in _AXES): job for job in cell_jobs(seed, grid, full=True)}
-    per_n = {}
+    cells = []
     for row in source["rows"]:
-        per_n[str(row[2])] = per_n.get(str(row[2]), 0) + 1
-    written = 0
-    for row in source["rows"]:
-        job = jobs.get(tuple(row[:4]))
+        try:
+            job = jobs.get(tuple(row[:4])) if isinstance(row, list) else None
+        except TypeError:  # an unhashable entry
+            job = None
         if job is None or len(row) != 4 + len(grid["gammas"]):
             raise ValueError(f"source has a row that is no cell of the grid: {row!r}")
-        result = {"losses": list(row[4:])}
+        cells.append((job, {"losses": list(row[4:])}))
+    per_n = {}
+    for job, _ in cells:
+        per_n[str(job.inputs["n"])] = per_n.get(str(job.inputs["n"]), 0) + 1
+    written = 0
+    for job, result in cells:
         kept = finished(job, directory)
         if kept is not None:
             if kept != result:
                 raise ValueError(f"cell {job.name}: kept under {directory} with losses {kept['losses']}, "
                                  f"source says {result['losses']}")
             continue
-        total = source.get("cell_seconds", {}).get(str(row[2]))
-        keep_result(job, directory, result, None if total is None else total / per_n[str(row[2])])
+        n = str(job.inputs["n"])
+        total = source.get("cell_seconds", {}).get(n)
+        keep_result(job, directory, result, None if total is None else total / per_n[n])
         written += 1
     return written
 
@@ -399,11 +407,12 @@ def reproduce(argv=()):
             json.dump(result, f)
     report = compare(result)
     if args.json:
-        print(json.dumps({g: {"ours": r["ours"], "authors": r["authors"]} for g, r in report.items()}, indent=1))
+        print(json.dumps({g: {"ours": r["ours"], "authors": r["authors"], "cells": r["cells"]}
+                          for g, r in report.items()}, indent=1))
         return 0
     print("The authors' parameter sweep: log objective of the transformer after 10 layers minus Lloyd's,")
     cover = sorted(coverage(result).items())
-    whole = 0  # the smallest n whose cells have all run
+    whole = 0  # how many of the smallest n have all their cells run
     while whole < len(cover) and cover[whole][1][0] == cover[whole][1][1]:
         whole += 1
     parts = ([f"every cell up to n = {cover[whole - 1][0]:,}"] if whole else []) + [
