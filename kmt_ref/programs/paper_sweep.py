@@ -175,6 +175,7 @@ def keep_cells(source, directory, seed=0, grid=None):
     a sweep gathered there sums to ``source``'s cost plus that of the cells it computes.
     """
     grid, seed = dict(PAPER_GRID if grid is None else grid), check_int(seed, "seed", low=0)
+    directory = check_output_dir(directory, "directory")  # never into the committed results
     if not isinstance(source, dict) or not isinstance(source.get("rows"), list):
         raise ValueError(f"source must be a sweep's result, a dict with a list of rows; got {type(source).__name__}")
     if source.get("seed") != seed or source.get("grid") != grid:
