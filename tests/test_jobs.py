@@ -144,8 +144,8 @@ def test_resuming_refuses_a_source_that_does_not_match(tmp_path, capsys):
         with pytest.raises(ValueError, match="no cell of the grid"):
             ps.keep_cells(dict(full, rows=full["rows"][:2] + [row]), str(tmp_path), grid=GRID)
     assert not os.path.exists(tmp_path / "jobs")  # every row is checked before any file is written
-    with pytest.raises(ValueError, match="committed results"):
-        ps.keep_cells(full, os.path.dirname(ps.COMMITTED_PATH), grid=GRID)
+    with pytest.raises(ValueError, match="committed results"):  # before anything else: even a bad source
+        ps.keep_cells([full], os.path.dirname(ps.COMMITTED_PATH), grid=GRID)
     for bad in ([full], dict(full, rows=None)):
         with pytest.raises(ValueError, match="source must be a sweep's result"):
             ps.keep_cells(bad, str(tmp_path), grid=GRID)
