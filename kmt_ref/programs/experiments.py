@@ -43,7 +43,6 @@ FIGURE_SETTINGS = {
 }
 
 
-
 def figure_runs(scale):
     """The distinct settings of :data:`FIGURE_SETTINGS` as override dicts, cheapest first (by ``d``, then ``k``,
     then descending ``tau``). A setting that is the scale's own protocol is ``{}``: the scale's own runs
