@@ -169,6 +169,22 @@ def test_the_beyond_and_figures_scales_belong_to_their_experiments(capsys):
         assert "unrecognized arguments" in capsys.readouterr().err
 
 
+def test_a_figure_is_whole_when_every_setting_has_a_finished_committed_model(monkeypatch):
+    # the authors'-scale runs of Figure 9 and 10b are committed at seed 0 only
+    assert experiments.figures_whole("paper", 0)[:2] == ["Figure 9 (k = 6, d = 4)", "Figure 9 (k = 6, d = 32)"]
+    assert experiments.figures_whole("paper", 1) == []
+    # the paper's own setting counts through the paper's models (ten seeds); the others have seed 0 at most
+    monkeypatch.setattr(experiments, "FIGURE_SETTINGS", {"own": [dict(k=10, d=32, tau=0.1)],
+                                                         "with d = 4": [dict(k=6, d=4, tau=1.0)]})
+    assert experiments.figures_whole("paper", 9) == ["own"]
+    assert experiments.figures_whole("paper", 0) == ["own", "with d = 4"]
+    # a committed checkpoint that has not finished its steps does not count
+    load = experiments.load_result
+    monkeypatch.setattr(experiments, "load_result", lambda path: dataclasses.replace(
+        load(path), finished="-d4-" not in path and load(path).finished))
+    assert experiments.figures_whole("paper", 0) == ["own"]
+
+
 def test_unknown_experiment_or_scale_raises(tiny):
     with pytest.raises(ValueError, match="name='nope'"):
         registry.run_experiment("nope", "quick", tiny)

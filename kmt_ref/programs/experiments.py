@@ -31,7 +31,7 @@ from ._results import check_output_dir, output_dir
 from .jobs import Job, run_jobs
 
 __all__ = ["trained", "precision", "evaluate_job", "evaluate_job_of", "train_job", "train_job_holds", "train_jobs",
-           "figure_runs", "git_revision", "default_results_dir", "reproduce_command"]
+           "figure_runs", "figures_whole", "git_revision", "default_results_dir", "reproduce_command"]
 
 #: The settings of the paper's training figures: ``{panel: [overrides, ...]}`` (both token layouts each).
 FIGURE_SETTINGS = {
@@ -49,6 +49,16 @@ def figure_runs(scale):
     (at the paper's scale, the paper's models)."""
     unique = {tuple(sorted(o.items())): o for settings in FIGURE_SETTINGS.values() for o in settings}
     return [_own(scale, o) for o in sorted(unique.values(), key=lambda o: (o["d"], o["k"], -o["tau"]))]
+
+
+def figures_whole(scale, seed):
+    """The panels of :data:`FIGURE_SETTINGS` whose every setting has a finished committed model at ``seed`` in
+    both token layouts (a setting that is the scale's own protocol: the scale's own model)."""
+    def finished(tokens, overrides):
+        path = checkpoint_path(scale, tokens, seed, **overrides)
+        return os.path.exists(path) and load_result(path).finished
+    return [panel for panel, settings in FIGURE_SETTINGS.items()
+            if all(finished(tokens, _own(scale, o)) for o in settings for tokens in ("d+k", "d"))]
 
 
 def _own(scale, overrides):
