@@ -57,7 +57,9 @@ def test_committed_paper_sweep_is_not_stale():
     rows = {tuple(r[:4]): r[4:] for r in result["rows"]}
     fresh = ps.run_paper_sweep(seed=result["seed"], grid=dict(result["grid"], ns=[100], ks=[5, 10], ds=[1, 3],
                                                                scales=[1, 7]))
-    for row in fresh["rows"]:
+    # and the cheapest cell of the largest n (a few seconds), which full runs computed over many sessions
+    largest = ps.run_paper_sweep(seed=result["seed"], grid=dict(result["grid"], ns=[10**6], ks=[5], ds=[1], scales=[1]))
+    for row in fresh["rows"] + largest["rows"]:
         np.testing.assert_allclose(np.array(row[4:], dtype=float), np.array(rows[tuple(row[:4])], dtype=float),
                                    rtol=1e-9, atol=1e-12)
 
