@@ -96,6 +96,19 @@ def test_training_curves_summarize_every_setting_and_layout_over_seeds(monkeypat
     assert "final validation ratio" in capsys.readouterr().out
 
 
+def test_committed_training_curves_are_training_curves_that_train_nothing(monkeypatch, tmp_path):
+    # the paper's own setting (ten committed seeds) and a figure setting committed at seed 0
+    monkeypatch.setattr(experiments, "FIGURE_SETTINGS", {"own": [dict(k=10, d=32, tau=0.1)],
+                                                         "tau": [dict(k=6, d=4, tau=1.0)]})
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        experiments.committed_training_curves("paper", (0, 1))  # the figure setting has no seed 1
+    read = experiments.training_curves("paper", str(tmp_path), train_missing=False, progress=False, seeds=(0,))
+    assert experiments.committed_training_curves("paper", (0,)) == read
+    assert not list(tmp_path.iterdir())
+    final = protocols.committed_model("paper", "d", 0, k=6, d=4, tau=1.0).history["val_ratio"][-1]
+    assert read["panels"]["tau"][1]["val_ratio_final"] == [final]
+
+
 def test_any_k_runs_one_tied_model_at_every_k_beside_per_k_models(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(protocols.SCALES, "beyond", TINY)
     monkeypatch.setattr(beyond, "ANY_K", (2, 3, 4))

@@ -31,7 +31,8 @@ from ._results import check_output_dir, output_dir
 from .jobs import Job, run_jobs
 
 __all__ = ["trained", "precision", "evaluate_job", "evaluate_job_of", "train_job", "train_job_holds", "train_jobs",
-           "figure_runs", "figures_whole", "git_revision", "default_results_dir", "reproduce_command"]
+           "figure_runs", "figures_whole", "committed_training_curves", "git_revision", "default_results_dir",
+           "reproduce_command"]
 
 #: The settings of the paper's training figures: ``{panel: [overrides, ...]}`` (both token layouts each).
 FIGURE_SETTINGS = {
@@ -387,6 +388,19 @@ def training_curves(scale="figures", results_dir=None, train_missing=True, progr
     validation tasks) at every validation, as median, min and max over seeds,
     and the final validation ratio of each seed.
     """
+    return _training_panels(scale, window, lambda tokens, overrides: _models(
+        scale, tokens, results_dir, train_missing, progress, seeds, engine, **overrides))
+
+
+def committed_training_curves(scale, seeds, window=50):
+    """:func:`training_curves` of the committed checkpoints of ``seeds`` alone: nothing is trained or read from
+    an output folder, and a run not finished gives its curves so far (``partial``, ``steps_done``)."""
+    return _training_panels(scale, window, lambda tokens, overrides: [
+        load_result(checkpoint_path(scale, tokens, seed, **overrides)) for seed in seeds])
+
+
+def _training_panels(scale, window, models_of):
+    """The panels of :func:`training_curves` from ``models_of(tokens, overrides)``, the models of one setting."""
     panels = {}
     done = {}
     for panel, settings in FIGURE_SETTINGS.items():
@@ -395,8 +409,7 @@ def training_curves(scale="figures", results_dir=None, train_missing=True, progr
             for tokens in ("d+k", "d"):
                 key = (tokens, tuple(sorted(overrides.items())))
                 if key not in done:
-                    models = _models(scale, tokens, results_dir, train_missing, progress, seeds, engine,
-                                     **_own(scale, overrides))
+                    models = models_of(tokens, _own(scale, overrides))
                     done[key] = dict(
                         tokens=tokens, **overrides, **_status(models),
                         val_step=np.asarray(models[0].history["val_step"]).tolist(),
