@@ -19,11 +19,11 @@ by cell and per cell of each of the paper's four heatmaps (mean, mean
 absolute, largest, and the fraction of cells where the two fall on opposite
 sides beyond ``1e-3``), always over the cells both sweeps have.
 
-The full grid costs hours on one core, mostly its largest ``n``; the
+The full grid costs many hours on one core, mostly its largest ``n``; the
 committed run (``kmt_ref/results/sweep/paper_sweep.json``) covers every cell
-with ``n <= SUBSAMPLE_ABOVE``, a seeded random subset of the cells above and
-possibly the next cells of a full run by increasing ``n`` (the JSON lists
-them). ``python -m kmt_ref reproduce paper-sweep`` recomputes the first two,
+(a full run, resumed over several sessions from the cells it had kept).
+``python -m kmt_ref reproduce paper-sweep`` recomputes every cell with
+``n <= SUBSAMPLE_ABOVE`` and a seeded random subset of the cells above (minutes),
 ``--full`` every cell (``--finished-only`` gathers what a full run has kept,
 ``--resume-from`` starts from an earlier run's JSON, e.g. the committed one,
 and computes only the cells it lacks); ``--report`` prints the comparison.
