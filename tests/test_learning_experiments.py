@@ -107,6 +107,12 @@ def test_committed_training_curves_are_training_curves_that_train_nothing(monkey
     assert not list(tmp_path.iterdir())
     final = protocols.committed_model("paper", "d", 0, k=6, d=4, tau=1.0).history["val_ratio"][-1]
     assert read["panels"]["tau"][1]["val_ratio_final"] == [final]
+    # a committed checkpoint of another protocol is refused, not summarized or counted
+    monkeypatch.setitem(protocols.SCALES, "paper", dict(protocols.SCALES["paper"], n_steps=5_000))
+    with pytest.raises(ValueError, match="holds config"):
+        experiments.committed_training_curves("paper", (0,))
+    with pytest.raises(ValueError, match="holds config"):
+        experiments.figures_whole("paper", 0)
 
 
 def test_any_k_runs_one_tied_model_at_every_k_beside_per_k_models(monkeypatch, tmp_path, capsys):

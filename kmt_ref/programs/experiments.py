@@ -57,7 +57,7 @@ def figures_whole(scale, seed):
     both token layouts (a setting that is the scale's own protocol: the scale's own model)."""
     def finished(tokens, overrides):
         path = checkpoint_path(scale, tokens, seed, **overrides)
-        return os.path.exists(path) and load_result(path).finished
+        return os.path.exists(path) and _loaded(path, run_config(scale, tokens, seed, **overrides)).finished
     return [panel for panel, settings in FIGURE_SETTINGS.items()
             if all(finished(tokens, _own(scale, o)) for o in settings for tokens in ("d+k", "d"))]
 
@@ -394,9 +394,11 @@ def training_curves(scale="figures", results_dir=None, train_missing=True, progr
 
 def committed_training_curves(scale, seeds, window=50):
     """:func:`training_curves` of the committed checkpoints of ``seeds`` alone: nothing is trained or read from
-    an output folder, and a run not finished gives its curves so far (``partial``, ``steps_done``)."""
+    an output folder, and a run not finished gives its curves so far (``partial``, ``steps_done``). A checkpoint
+    of another protocol than the scale's is refused (``ValueError``)."""
     return _training_panels(scale, window, lambda tokens, overrides: [
-        load_result(checkpoint_path(scale, tokens, seed, **overrides)) for seed in seeds])
+        _loaded(checkpoint_path(scale, tokens, seed, **overrides), run_config(scale, tokens, seed, **overrides))
+        for seed in seeds])
 
 
 def _training_panels(scale, window, models_of):
