@@ -102,6 +102,8 @@ def test_committed_training_curves_are_training_curves_that_train_nothing(monkey
                                                          "tau": [dict(k=6, d=4, tau=1.0)]})
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
         experiments.committed_training_curves("paper", (0, 1))  # the figure setting has no seed 1
+    with pytest.raises(ValueError, match="seeds='0'"):
+        experiments.committed_training_curves("paper", "0")
     read = experiments.training_curves("paper", str(tmp_path), train_missing=False, progress=False, seeds=(0,))
     assert experiments.committed_training_curves("paper", (0,)) == read
     assert not list(tmp_path.iterdir())
@@ -198,10 +200,12 @@ def test_a_figure_is_whole_when_every_setting_has_a_finished_committed_model(mon
     assert experiments.figures_whole("paper", 9) == ["own"]
     assert experiments.figures_whole("paper", 0) == ["own", "with d = 4"]
     # a committed checkpoint that has not finished its steps does not count
-    load = experiments.load_result
-    monkeypatch.setattr(experiments, "load_result", lambda path: dataclasses.replace(
+    load = protocols.load_result
+    monkeypatch.setattr(protocols, "load_result", lambda path: dataclasses.replace(
         load(path), finished="-d4-" not in path and load(path).finished))
     assert experiments.figures_whole("paper", 0) == ["own"]
+    with pytest.raises(ValueError, match="seed=-1"):
+        experiments.figures_whole("paper", -1)
 
 
 def test_unknown_experiment_or_scale_raises(tiny):

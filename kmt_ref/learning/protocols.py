@@ -93,8 +93,13 @@ def committed(name, scale):
 
 
 def committed_model(scale, tokens, seed, **overrides):
-    """The committed model of one run (:class:`~kmt_ref.learning.train.TrainResult`, finished or not)."""
-    return load_result(checkpoint_path(scale, tokens, seed, **overrides))
+    """The committed model of one run (:class:`~kmt_ref.learning.train.TrainResult`, finished or not); a
+    checkpoint trained under another configuration than the run's (:func:`run_config`) is refused."""
+    path = checkpoint_path(scale, tokens, seed, **overrides)
+    result, config = load_result(path), run_config(scale, tokens, seed, **overrides)
+    if result.config != config:
+        raise ValueError(f"{path} holds config {result.config}, expected {config}")
+    return result
 
 
 def _final_range(summary):

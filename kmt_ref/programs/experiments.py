@@ -21,11 +21,12 @@ import zipfile
 
 import numpy as np
 
+from .._validation import check_int
 from ..engine import Engine
 from ..learning.analysis import weight_summary
 from ..learning.evaluate import evaluation_tasks, lloyd_curve, log_objective_curve, model_curve, summarize
 from ..learning.model import run_steps
-from ..learning.protocols import RESULTS_DIR, SCALES, checkpoint_path, run_config, run_name
+from ..learning.protocols import RESULTS_DIR, SCALES, checkpoint_path, committed_model, run_config, run_name
 from ..learning.train import load_result, train
 from ._results import check_output_dir, output_dir
 from .jobs import Job, run_jobs
@@ -53,11 +54,26 @@ def figure_runs(scale):
 
 
 def figures_whole(scale, seed):
-    """The panels of :data:`FIGURE_SETTINGS` whose every setting has a finished committed model at ``seed`` in
-    both token layouts (a setting that is the scale's own protocol: the scale's own model)."""
+    """The panels of the training figures that are finished at one seed.
+
+    Parameters
+    ----------
+    scale : str
+        A scale of :data:`kmt_ref.learning.protocols.SCALES`.
+    seed : int
+        The run seed (>= 0).
+
+    Returns
+    -------
+    list of str
+        The panels of :data:`FIGURE_SETTINGS` whose every setting has a finished committed model at ``seed``
+        in both token layouts (a setting that is the scale's own protocol: the scale's own model), in order.
+    """
+    seed = check_int(seed, "seed", low=0)
+
     def finished(tokens, overrides):
-        path = checkpoint_path(scale, tokens, seed, **overrides)
-        return os.path.exists(path) and _loaded(path, run_config(scale, tokens, seed, **overrides)).finished
+        return (os.path.exists(checkpoint_path(scale, tokens, seed, **overrides))
+                and committed_model(scale, tokens, seed, **overrides).finished)
     return [panel for panel, settings in FIGURE_SETTINGS.items()
             if all(finished(tokens, _own(scale, o)) for o in settings for tokens in ("d+k", "d"))]
 
@@ -393,12 +409,27 @@ def training_curves(scale="figures", results_dir=None, train_missing=True, progr
 
 
 def committed_training_curves(scale, seeds, window=50):
-    """:func:`training_curves` of the committed checkpoints of ``seeds`` alone: nothing is trained or read from
-    an output folder, and a run not finished gives its curves so far (``partial``, ``steps_done``). A checkpoint
-    of another protocol than the scale's is refused (``ValueError``)."""
-    return _training_panels(scale, window, lambda tokens, overrides: [
-        _loaded(checkpoint_path(scale, tokens, seed, **overrides), run_config(scale, tokens, seed, **overrides))
-        for seed in seeds])
+    """:func:`training_curves` of the committed checkpoints alone: nothing is trained or read from an output folder.
+
+    Parameters
+    ----------
+    scale : str
+        A scale of :data:`kmt_ref.learning.protocols.SCALES`.
+    seeds : sequence of int
+        The run seeds (each >= 0); every setting must have a committed checkpoint at each.
+    window : int, default 50
+        Training steps per averaged loss value.
+
+    Returns
+    -------
+    dict
+        As :func:`training_curves`; a run not finished gives its curves so far (``partial``, ``steps_done``).
+        A missing checkpoint raises ``FileNotFoundError``, one of another protocol than the scale's
+        ``ValueError`` (:func:`kmt_ref.learning.protocols.committed_model`).
+    """
+    seeds = [check_int(seed, "seeds", low=0) for seed in seeds]
+    return _training_panels(scale, check_int(window, "window", low=1), lambda tokens, overrides: [
+        committed_model(scale, tokens, seed, **overrides) for seed in seeds])
 
 
 def _training_panels(scale, window, models_of):
