@@ -24,7 +24,11 @@ Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
     finite-temperature softmax, stabilized by the row maximum.
 ``"hardmax"``
     the ``gamma -> inf`` limit: uniform weight on the arg-max set ("averaging
-    hard attention"). ``gamma`` is irrelevant.
+    hard attention"). ``gamma`` is irrelevant. With the Euclidean score the
+    arg-max set is the set of nearest keys as exact arithmetic decides
+    (:func:`euclidean_hardmax_average`), in both engines; with the dot score
+    it is the arg-max set of the rounded scores (no exact distance exists to
+    decide by: the Theorem 2.2 tokens carry rounded squared norms).
 ``"linear"``
     non-negative scores divided by their row sum. A row of zeros gets uniform
     weights (the limit of adding the same small positive number to every
@@ -55,7 +59,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from ._validation import check_choice, check_name, check_rng
-from .geometry import squared_distances
+from .geometry import exact_nearest, squared_distances
 from .normalizers import gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
 
 __all__ = [
@@ -71,6 +75,8 @@ __all__ = [
     "softmax",
     "hardmax",
     "hardmax_average",
+    "euclidean_hardmax_average",
+    "mean_over",
     "linear_normalize",
     "euclidean_scores",
     "dot_scores",
@@ -133,7 +139,31 @@ def hardmax_average(scores, values=None):
     ``0 / 0`` is nan): dividing by 1 changes no number.
     """
     scores = np.asarray(scores)
-    mask = scores == scores.max(axis=-1, keepdims=True)
+    return mean_over(scores == scores.max(axis=-1, keepdims=True), values)
+
+
+def euclidean_hardmax_average(queries, keys, values=None):
+    """The Euclidean hardmax: the mean of ``values`` over each query's nearest keys, as exact arithmetic decides.
+
+    The rule of both engines. The arg-max set of ``-||q - k||^2`` is the set
+    of keys nearest to ``q`` in exact arithmetic on the float64 queries and
+    keys (:func:`~kmt_ref.geometry.exact_nearest`, the decision Lloyd's
+    algorithm makes), not the arg-max of rounded scores: two keys are tied
+    only when they are exactly equidistant, and then share the weight
+    equally. Here a query at a time; the fast kernels find the same sets in
+    chunks (:func:`~kmt_ref.geometry.nearest_center`).
+    """
+    batch = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
+    Q, K = np.broadcast_to(queries, batch + queries.shape[-2:]), np.broadcast_to(keys, batch + keys.shape[-2:])
+    mask = np.zeros(batch + (Q.shape[-2], K.shape[-2]), dtype=bool)
+    for index in np.ndindex(*mask.shape[:-1]):
+        mask[index] = exact_nearest(Q[index], K[index[:-1]])
+    return mean_over(mask, values)
+
+
+def mean_over(mask, values=None):
+    """The mean of ``values`` over each row's ``True`` entries of ``mask`` (..., m, r): the sum of the chosen
+    rows divided by their count (:func:`hardmax_average`); ``values=None`` stands for the identity."""
     count = np.count_nonzero(mask, axis=-1)
     out = mask.astype(float) if values is None else np.matmul(mask.astype(float), values)
     odd = count != 1
@@ -289,6 +319,8 @@ def attention_weights(Zq, Zk, block, rng=None):
             raise ValueError("identity attention needs as many queries as keys; "
                              f"got m={Zq.shape[-2]}, r={Zk.shape[-2]}")
         return np.broadcast_to(np.eye(Zq.shape[-2]), Zq.shape[:-1] + (Zq.shape[-2],))
+    if _exact_euclidean(block):
+        return euclidean_hardmax_average(project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk))
     s = SCORES[block.score](project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk))
     extra = dict(block.params, **({"rng": rng} if norm.needs_rng else {}))
     return norm.fn(block.gamma * s if norm.uses_gamma else s, **extra)
@@ -326,7 +358,14 @@ def attend(Zq, Zk, block, rng=None):
             raise ValueError("identity attention needs as many queries as keys; "
                              f"got m={Zq.shape[-2]}, r={Zk.shape[-2]}")
         return values
+    if _exact_euclidean(block):
+        return euclidean_hardmax_average(project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk), values)
     if norm.average is not None:
         s = SCORES[block.score](project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk))
         return norm.average(s, values)
     return anp.matmul(attention_weights(Zq, Zk, block, rng), values)
+
+
+def _exact_euclidean(block):
+    """Whether the block is a Euclidean hardmax, whose arg-max sets exact arithmetic decides."""
+    return block.score == "euclidean" and block.normalizer == "hardmax"

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import kmt_ref
 from kmt_ref import attention, kernels
@@ -16,7 +18,10 @@ MODELS = {
     "Theorem 2.1, validated, gamma=1e4": lambda: kmt_ref.lloyd_transformer(3, 4, gamma=1e4),
     "Theorem 2.1, all-attention, gamma=inf": lambda: kmt_ref.lloyd_transformer(3, 4, config="all-attention"),
     "Theorem 2.1, all-attention, gamma=50": lambda: kmt_ref.lloyd_transformer(3, 4, gamma=50.0, config="all-attention"),
+    "Theorem 2.1, paper, gamma=inf": lambda: kmt_ref.lloyd_transformer(3, 4, config="paper"),
     "Theorem 2.2 (dot product + FFN)": lambda: kmt_ref.dot_product_lloyd_transformer(3, 4),
+    "Theorem 2.2, all-attention, gamma=inf": lambda: kmt_ref.dot_product_lloyd_transformer(3, 4,
+                                                                                        config="all-attention"),
     "soft k-means": lambda: kmt_ref.soft_kmeans_transformer(3, 4, beta=5.0),
     "spherical k-means": lambda: kmt_ref.spherical_kmeans_transformer(3, 4),
     "trimmed k-means": lambda: kmt_ref.trimmed_kmeans_transformer(3, 4, threshold=1.0),
@@ -418,3 +423,61 @@ def test_add_at_adds_like_numpy_s_fancy_index_into_any_view(view):
      "every other column": expected[:, ::2], "float32": expected[10:, 3:7]}[view][rows, cols] += values
     assert add_at(out, rows, cols, values) is out
     np.testing.assert_array_equal(tokens, expected)  # the other coordinates untouched
+
+
+#: The models with no softmax block, whose decisions at (near) ties are rules, not rounding.
+HARD_MODELS = sorted(name for name, build in MODELS.items()
+                     if not any(b.normalizer.startswith("softmax") for b in build().blocks.values()))
+
+
+def _tie_problem(seed, offset, wobble):
+    """Four centers, the midpoints of random pairs of them (exact ties at ``wobble = 0``, near ties within a few
+    ulps otherwise) and the centers themselves (so that k-medoids' initial centers are data points)."""
+    rng = np.random.default_rng(seed)
+    C = rng.standard_normal((4, 3)) + offset
+    pairs = rng.integers(4, size=(24, 2))
+    X = (C[pairs[:, 0]] + C[pairs[:, 1]]) / 2 + wobble * rng.standard_normal((24, 3)) * max(1.0, offset)
+    return np.vstack([X, C]), C
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), offset=st.sampled_from([0.0, 1e3, 1e6]),
+       wobble=st.sampled_from([0.0, 1e-16, 1e-13]))
+@pytest.mark.parametrize("name", sorted(HARD_MODELS))
+def test_every_model_decides_near_and_exact_ties_the_same_in_both_engines(name, seed, offset, wobble):
+    # One rule (kmt_ref.attention's docstring): a Euclidean hardmax averages over the keys nearest in exact
+    # arithmetic, a dot-product one over the arg-max of the rounded scores; both engines apply it. (A softmax
+    # at a near tie turns score rounding, times gamma, into weights: the tests above compare those to 1e-12.)
+    model = MODELS[name]()
+    X, C = _tie_problem(seed, offset, wobble)
+    runs = [model.run(X, C, 3, rng=np.random.default_rng(5), engine=engine, diverged="return")
+            for engine in (Engine(), REFERENCE)]
+    if runs[0].assignments is not None:  # a softmax's weights at a tie are equal to rounding: compare the weights
+        np.testing.assert_allclose(runs[0].assignments, runs[1].assignments, rtol=0, atol=1e-12)
+        top = np.sort(runs[1].assignments, axis=-1)
+        decided = top[..., -1] - top[..., -2] > 1e-9
+    else:
+        decided = np.ones(runs[0].labels.shape, dtype=bool)
+    np.testing.assert_array_equal(runs[0].labels[decided], runs[1].labels[decided])
+    scale = max(1.0, offset)
+    np.testing.assert_allclose(runs[0].centers, runs[1].centers, rtol=0, atol=1e-12 * scale)
+
+
+def test_the_reference_engine_labels_a_near_tie_as_exact_arithmetic_does():
+    # [1, 1, 0] is within rounding of equidistant from the third and fourth centers; exactly, the third is nearer.
+    C = np.array([[1.05, -.95, -.95], [.05, .05, .05], [1.05, 2.05, .05], [1.05, 1.05, 1.05]])
+    X = np.vstack([[1., 1., 0.], C])
+    assert kmt_ref.lloyd(X, C, 1).labels[0].tolist() == [2, 0, 1, 2, 3]
+    for engine in (Engine(), REFERENCE):
+        assert kmt_ref.lloyd_transformer(3, 4).run(X, C, 1, engine=engine).labels[0].tolist() == [2, 0, 1, 2, 3]
+
+
+def test_a_tie_of_exact_arithmetic_that_rounding_undid_is_decided_alike_by_both_engines():
+    # Centers 1 and 2 start equal and average the same points with the same weights, but the product that
+    # averages them rounds each center's row by its position: after one layer they differ by an ulp, and the
+    # second layer's tie is no tie in float64. Both engines give each point wholly to the nearer float center.
+    X = np.array([[c + j * np.spacing(c)] for c in (1000 - .125, 1000 - .1875) for j in range(-3, 4)])
+    C = np.array([[1000 - .1875], [1000 - .125], [1000 - .125]])
+    runs = [kmt_ref.lloyd_transformer(1, 3).run(X, C, 2, engine=engine) for engine in (Engine(), REFERENCE)]
+    np.testing.assert_array_equal(runs[0].assignments, runs[1].assignments)
+    np.testing.assert_array_equal(runs[0].assignments[0, :7], [[0, 0.5, 0.5]] * 7)  # the first layer's exact tie

@@ -20,8 +20,8 @@ every construction, variant and the learned model, is a test
   ``-||q - k||^2`` is found by :func:`~kmt_ref.geometry.nearest_center`, the
   machinery of :func:`~kmt_ref.lloyd` (scores in cache-sized chunks; where a
   query's two best are closer than their rounding, exact arithmetic decides,
-  :func:`~kmt_ref.geometry.exact_nearest`): the one place where this path is
-  *more* exact than the reference, which ranks the rounded scores. The mean
+  :func:`~kmt_ref.geometry.exact_nearest`): the sets the reference finds a
+  query at a time (:func:`~kmt_ref.attention.euclidean_hardmax_average`). The mean
   of the arg-max rows is their sum divided by their count (see
   :func:`~kmt_ref.attention.hardmax_average`); a layer adds the ids of the
   nearest keys (CAX's one-hot rows) where they are 1, without making the
