@@ -105,7 +105,10 @@ mean of all points.
 Floating point: the Euclidean score of a point against itself is exactly 0;
 the dot score ``2 x.x - ||x||^2`` is ``||x||^2`` up to a few ulps. Two points
 closer than about ``sqrt(eps) ||x||`` may therefore swap places in SAX, which
-is harmless when they carry the same ``y``; likewise CAX can disagree with
+is harmless when they carry the same ``y`` and wrong when they do not (the
+reset then subtracts the other's assignment): every run of the all-attention
+model at ``gamma = inf`` checks the closest distinct points first and warns
+when they are within :func:`dot_self_attention_resolution`; likewise CAX can disagree with
 exact arithmetic only for a point whose nearest and second-nearest squared
 distances differ by at most ``4 (d + 1) eps max_j ||c_j||^2`` (tested on
 points placed within ulps of bisectors). Unlike Theorem 2.1's hardmax, which
@@ -120,7 +123,7 @@ import numpy as np
 from ._validation import check_dims, check_positive
 from .feedforward import FeedForward
 from .layer import KMeansTransformer
-from .lloyd_transformer import assemble_blocks, lloyd_transformer, resolve_config
+from .lloyd_transformer import assemble_blocks, finite_gamma_assumption, lloyd_transformer, resolve_config
 from .tokens import TokenLayout
 
 __all__ = [
@@ -128,6 +131,7 @@ __all__ = [
     "LAYOUT_BLOCKS",
     "dot_product_lloyd_transformer",
     "dot_product_weights",
+    "dot_self_attention_resolution",
     "norm_writing_ffn",
     "parameter_counts",
 ]
@@ -241,7 +245,24 @@ def dot_product_lloyd_transformer(d, k, gamma=np.inf, config="validated"):
         ffn=norm_writing_ffn(layout),
         name=f"Theorem 2.2 ({config}, gamma={gamma:g})",
         translation_invariant=True,  # each softmax is a Euclidean one (module docstring)
+        resolution=dot_self_attention_resolution if blocks["SAX"].normalizer == "hardmax" else None,
+        assumption=None if np.isinf(gamma) else finite_gamma_assumption(CONFIGS[config], gamma),
     )
+
+
+def dot_self_attention_resolution(X):
+    """The squared distance below which the dot-product hardmax SAX cannot tell two distinct points apart.
+
+    Its score of point l for point i is ``2 x_i.x_l - s_l`` with ``s_l`` the
+    rounded ``||x_l||^2``: exactly ``||x_i||^2 - ||x_i - x_l||^2``, maximal at
+    ``l = i``. Each rounded score is within ``(4 d + 3) eps R^2`` of that
+    (``R`` the largest ``||x||``: ``d + 1`` products and the rounded norm),
+    so two scores whose exact values differ by ``||x_i - x_l||^2`` are
+    ranked right once that exceeds twice the bound; this returns
+    ``8 (d + 2) eps R^2``, a little more. ``X`` (n, d) as the run measures it.
+    """
+    d = X.shape[-1]
+    return 8.0 * (d + 2) * np.finfo(float).eps * float(np.max(np.einsum("ij,ij->i", X, X)))
 
 
 def _sizes(model):

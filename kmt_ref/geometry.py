@@ -10,10 +10,12 @@ from typing import NamedTuple
 
 import autograd.numpy as anp
 import numpy as np
+from scipy.spatial import cKDTree
 
 from ._validation import check_batch, check_centers, check_data, is_batch
 
 __all__ = ["squared_distances", "center_distances", "nearest_center", "point_frame", "PointFrame", "exact_nearest",
+           "closest_distinct_pair",
            "assigned_squared_distances",
            "kmeans_objective", "iterate_objectives", "CHUNK_ELEMENTS", "ASSIGN_ELEMENTS", "FEW_CENTERS"]
 
@@ -284,6 +286,26 @@ def nearest_center(X, C, frame=None, *, ties=False):
             if ties and np.count_nonzero(nearest) > 1:
                 tied[point] = nearest
     return (labels, tied) if ties else labels
+
+
+def closest_distinct_pair(X):
+    """The two distinct points of ``X`` (n, d) that are closest: ``(i, l, squared distance)``, or None when
+    ``X`` holds fewer than two distinct points.
+
+    Equal points are one point (a duplicate is at distance 0 from itself, and every construction treats
+    equal tokens equally); among the distinct ones, the nearest neighbour of each by a k-d tree, O(n log n)
+    time and O(n) memory (never the n x n distances). ``i < l`` are the first rows that hold the two points;
+    the squared distance is summed from their differences.
+    """
+    distinct, first = np.unique(X, axis=0, return_index=True)
+    if len(distinct) < 2:
+        return None
+    _, neighbour = cKDTree(distinct).query(distinct, k=2)
+    diff = distinct - distinct[neighbour[:, 1]]
+    sq = np.einsum("ij,ij->i", diff, diff)
+    a = int(np.argmin(sq))
+    i, l = sorted((int(first[a]), int(first[neighbour[a, 1]])))
+    return i, l, float(sq[a])
 
 
 def assigned_squared_distances(X, C, labels):

@@ -47,12 +47,12 @@ from ._validation import (
 )
 from .attention import NORMALIZERS
 from .engine import Engine
-from .geometry import ASSIGN_ELEMENTS, nearest_center
+from .geometry import ASSIGN_ELEMENTS, closest_distinct_pair, nearest_center
 from .kernels.plain import FEW_KEYS, max_members
 from .tokens import TokenLayout
 from .trajectory import Trajectory, iterate
 
-__all__ = ["BLOCK_NAMES", "transformer_layer", "KMeansTransformer"]
+__all__ = ["BLOCK_NAMES", "transformer_layer", "KMeansTransformer", "check_resolution"]
 
 #: Largest assignment record a run keeps (bytes); see ``KMeansTransformer.run(keep_assignments=...)``.
 MAX_KEPT_BYTES = 2**31
@@ -166,6 +166,25 @@ def _labels(Y):
     return labels, finite
 
 
+def check_resolution(model, X, origin=0.0):
+    """Warn when two distinct points of a task (``X`` as the run measures it, from ``origin``) are closer than
+    ``model.resolution`` says its point self-attention can tell apart (no resolution: nothing to check)."""
+    if model.resolution is None:
+        return
+    origin = np.broadcast_to(origin, X.shape[:-2] + (1, X.shape[-1]))
+    tasks = [("", X, origin)] if X.ndim == 2 else [(f" of task {b}", X[b], origin[b]) for b in range(len(X))]
+    for where, Xb, ob in tasks:
+        pair, limit = closest_distinct_pair(Xb), model.resolution(Xb)
+        if pair is not None and pair[2] < limit:
+            i, l, sq = pair
+            warnings.warn(f"{model.name}: the points {i} and {l}{where} ({(Xb[i] + ob[0]).tolist()} and "
+                          f"{(Xb[l] + ob[0]).tolist()}) are distinct, but their squared distance {sq:.3g} is below "
+                          f"{limit:.3g}, what the point self-attention (SAX) can resolve: where they are assigned to "
+                          "different centers it resets each with the other's assignment, and the run need not equal "
+                          "its classical algorithm", stacklevel=3)
+            return
+
+
 class KMeansTransformer:
     """A weight-tied k-means transformer.
 
@@ -200,6 +219,12 @@ class KMeansTransformer:
         ``assumption(X, C) -> str or None``: what the model's exactness claim
         assumes of the data and of a layer's input centers, as a message when
         it does not hold. ``run(warn=True)`` checks it at every layer.
+    resolution : callable, optional
+        ``resolution(X) -> float``: the squared distance below which the
+        model's point self-attention cannot tell two distinct points apart
+        (``X`` (n, d) as the run measures it, after its shift). Every run
+        checks it before the first layer (:func:`check_resolution`) and warns,
+        naming the two closest distinct points, when they are closer.
 
     Attributes
     ----------
@@ -208,7 +233,7 @@ class KMeansTransformer:
     """
 
     def __init__(self, layout, blocks, ffn=None, name="k-means transformer", norm=None,
-                 translation_invariant=False, assumption=None):
+                 translation_invariant=False, assumption=None, resolution=None):
         check_instance(layout, "layout", TokenLayout)
         missing = [b for b in BLOCK_NAMES if b not in blocks]
         if missing:
@@ -229,6 +254,7 @@ class KMeansTransformer:
         self.norm = norm
         self.translation_invariant = check_bool(translation_invariant, "translation_invariant")
         self.assumption = None if assumption is None else check_callable(assumption, "assumption")
+        self.resolution = None if resolution is None else check_callable(resolution, "resolution")
 
     @property
     def d(self):
@@ -352,10 +378,8 @@ class KMeansTransformer:
                              "which keeps the labels")
         diverged = check_choice(diverged, "diverged", ("raise", "return"))
         engine = Engine() if engine is None else check_instance(engine, "engine", Engine)
-        shift = 0.0
-        if not self.translation_invariant:
-            traj, last = self._run_tasks(X, C, n_layers, rng, reembed, keep, diverged, engine)
-        else:
+        origin = 0.0
+        if self.translation_invariant:
             # The lower median is a data value: integer data stay integers, exact ties stay exact.
             origin, lo, hi = _column_stats(X)
             # Only where the shift is exact (Sterbenz: x - o is exact for o/2 <= x <= 2o), so that it moves
@@ -366,13 +390,17 @@ class KMeansTransformer:
                              (hi <= origin / 2) & (lo >= 2 * origin))
             origin = np.where(exact, origin, 0.0)[..., None, :]
             X -= origin  # X is the validated copy: moved in place, no second copy
-            moved, last = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged, engine)
+        check_resolution(self, X, origin)
+        # What the first layer assumes is said before any work (a run that fails on its way gets it too).
+        told = warn and self.assumption is not None and self._check_assumption(X, (C - origin)[None])
+        moved, last = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged, engine)
+        traj = moved
+        if self.translation_invariant:
             centers = moved.centers + origin
             centers[0] = C
             traj = Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
-            shift = origin
-        if warn and self.assumption is not None:
-            self._check_assumption(X, traj.centers[:-1] - shift)
+        if warn and self.assumption is not None and not told:
+            self._check_assumption(X, moved.centers[1:-1], first=1)
         split = None
         if warn and last is not None:
             split = Trajectory(traj.centers[-2:], traj.labels[-1:], last[None]).split_fraction()
@@ -384,18 +412,19 @@ class KMeansTransformer:
             )
         return traj
 
-    def _check_assumption(self, X, centers):
-        """Warn at the first layer whose input centers (``centers[t]``, in ``X``'s coordinates) break
-        :attr:`assumption`."""
+    def _check_assumption(self, X, centers, first=0):
+        """Warn at the first layer whose input centers (``centers[t]`` the input of layer ``first + t + 1``, in
+        ``X``'s coordinates) break :attr:`assumption`; whether it warned."""
         tasks = [((), X, centers)] if X.ndim == 2 else [((b,), X[b], centers[:, b]) for b in range(X.shape[0])]
         for t in range(centers.shape[0]):
             for task, Xb, Cb in tasks:
                 message = self.assumption(Xb, Cb[t])
                 if message is not None:
                     where = f" in task {task[0]}" if task else ""
-                    warnings.warn(f"{self.name}: before layer {t + 1}{where}, {message}; the transformer need not "
-                                  "equal its classical algorithm from there on", stacklevel=3)
-                    return
+                    warnings.warn(f"{self.name}: before layer {first + t + 1}{where}, {message}; the transformer need "
+                                  "not equal its classical algorithm from there on", stacklevel=3)
+                    return True
+        return False
 
     def _embed(self, X, C):
         """Token matrices, normalized by ``norm`` when the model has one."""

@@ -73,10 +73,13 @@ import numpy as np
 
 from ._validation import check_choice, check_dims, check_positive
 from .attention import Block
+from .certificate import exactness_certificate
+from .geometry import closest_distinct_pair
 from .layer import KMeansTransformer
 from .tokens import TokenLayout
 
-__all__ = ["CONFIGS", "lloyd_transformer", "equation5_weights", "assemble_blocks", "resolve_config"]
+__all__ = ["CONFIGS", "LEAK_TOL", "CENTER_TOL", "lloyd_transformer", "equation5_weights", "assemble_blocks", "resolve_config",
+           "finite_gamma_assumption"]
 
 #: Block mechanisms (score, normalizer) of each configuration; ``"attention"``
 #: stands for Euclidean softmax at finite gamma and hardmax at gamma = inf.
@@ -159,6 +162,62 @@ def assemble_blocks(weights, mechanisms, gamma):
     return blocks
 
 
+#: Weight a finite-gamma reset or center update may give to tokens it should not read before
+#: ``run(warn=True)`` warns: a leak of ``w`` moves a center by about ``w`` times the data's spread.
+LEAK_TOL = 1e-6
+#: Distance from Lloyd's step, relative to the data's spread (largest coordinate range), that the exactness
+#: certificate must guarantee for one finite-gamma layer before ``run(warn=True)`` warns.
+CENTER_TOL = 1e-3
+
+
+def finite_gamma_assumption(mechanisms, gamma):
+    """What a construction at finite ``gamma`` assumes, as ``assumption(X, C) -> str or None`` for
+    :class:`~kmt_ref.layer.KMeansTransformer` (``run(warn=True)`` checks it at every layer).
+
+    Every softmax block must be nearly hard on the data: the resets SAC and
+    SAX and the Euclidean or dot center update CAC may give at most
+    :data:`LEAK_TOL` of their weight to tokens that are not theirs (an id
+    score's gap is 2 for Euclidean attention, 1 for dot-product attention;
+    SAX's is the squared distance of the two closest distinct points); and
+    the exactness certificate (:func:`~kmt_ref.certificate.exactness_certificate`,
+    one layer from the layer's own centers) must keep the layer within
+    :data:`CENTER_TOL` of the data's spread of Lloyd's step: else ``gamma``
+    is below what :func:`~kmt_ref.certificate.min_gamma` says the data need.
+
+    Parameters
+    ----------
+    mechanisms : mapping of str to (str, str)
+        A row of :data:`CONFIGS` (or of the Theorem 2.2 configurations).
+    gamma : float
+        Finite, ``> 0``.
+    """
+    gaps = {"euclidean": 2.0, "dot": 1.0}
+
+    def assumption(X, C):
+        n, k = X.shape[0], C.shape[0]
+        for block, others in (("SAC", k - 1), ("CAC", n - 1)):
+            score, normalizer = mechanisms[block]
+            if normalizer == "attention":
+                u = others * np.exp(-gamma * gaps[score])
+                if u / (1 + u) > LEAK_TOL:
+                    return (f"the softmax {block} gives weight up to {u / (1 + u):.3g} to tokens that are not its own "
+                            f"(its {score} id scores differ by {gaps[score]:g}; gamma = {gamma:g} is too small)")
+        pair = closest_distinct_pair(X) if mechanisms["SAX"][1] == "attention" else None
+        if pair is not None and np.exp(-gamma * pair[2]) > LEAK_TOL:
+            i, l, sq = pair
+            return (f"the softmax SAX gives point {i} weight up to {np.exp(-gamma * sq):.3g} on point {l} (squared "
+                    f"distance {sq:.3g}; gamma = {gamma:g} is too small to tell them apart)")
+        spread = float(np.max(np.ptp(X, axis=0)))
+        bound = float(exactness_certificate(X, C, 1, gamma).bound[1])
+        if bound > CENTER_TOL * spread:
+            return (f"gamma = {gamma:g} is below what the exactness certificate needs for one layer from these "
+                    f"centers to stay within {CENTER_TOL:g} of the data's spread of Lloyd's step (it bounds the "
+                    f"distance by {bound:.3g}; kmt_ref.min_gamma says how large gamma must be)")
+        return None
+
+    return assumption
+
+
 def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
     """The Theorem 2.1 k-means transformer with the Equation 5 weights.
 
@@ -195,5 +254,6 @@ def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
     layout = TokenLayout(d, k, ("x", "y"))
     blocks = assemble_blocks(equation5_weights(layout), CONFIGS[config], gamma)
     return KMeansTransformer(
-        layout, blocks, name=f"Theorem 2.1 ({config}, gamma={gamma:g})", translation_invariant=True
+        layout, blocks, name=f"Theorem 2.1 ({config}, gamma={gamma:g})", translation_invariant=True,
+        assumption=None if np.isinf(gamma) else finite_gamma_assumption(CONFIGS[config], gamma),
     )

@@ -298,3 +298,54 @@ def test_nearest_center_measures_far_data_again_from_the_first_center(monkeypatc
     calls.clear()
     np.testing.assert_array_equal(geometry.nearest_center(X + 1e6, C + 1e6), near)
     assert len(calls) > 100
+
+
+ISSUE_X = np.array([1.000000001, 2.999999999, 2.999999999, 1e-09, 0.0, 0.0, -1e-09, 1e-09, 0.0, 1e-09, 0.0, 1e-09,
+                    3.0, 0.0, 2.0, -1e-09, 1.000000001, 1e-09, 1.0, 0.0, -1e-09]).reshape(-1, 1)
+
+
+def test_a_point_self_attention_that_cannot_tell_two_points_apart_says_so_before_the_run():
+    # 1.0 and 1.000000001 are closer than the dot-product SAX's rounding resolves; Lloyd's second step parts them,
+    # and the third layer resets each with the other's assignment: centers off Lloyd's by 0.82.
+    init = np.array([[0.0], [1.0]])
+    model = dot_product_lloyd_transformer(1, 2, config="all-attention")
+    with pytest.warns(UserWarning, match=r"squared distance 1e-18 is below 4\.8e-14.*point self-attention"):
+        traj = model.run(ISSUE_X, init, 3)
+    assert abs(traj.centers[-1, 0, 0] - lloyd(ISSUE_X, init, 3).centers[-1, 0, 0]) > 0.8  # what it warns of
+    import warnings
+
+    with warnings.catch_warnings():  # the Euclidean point self-attention decides exactly: no warning, Lloyd's path
+        warnings.simplefilter("error")
+        for config in ("paper", "all-attention", "validated"):
+            np.testing.assert_allclose(lloyd_transformer(1, 2, config=config).run(ISSUE_X, init, 3).centers,
+                                       lloyd(ISSUE_X, init, 3).centers, rtol=0, atol=1e-15)
+        # points as far apart as the resolution allows are told apart: no warning
+        limit = kmt_ref.dot_product_transformer.dot_self_attention_resolution(np.array([[0.0], [3.0]]))
+        far = np.array([[0.0], [np.sqrt(limit) * 1.01], [3.0]])
+        model.run(far, far[[0, 2]], 2)
+
+
+def test_a_finite_gamma_below_what_the_data_need_is_said_before_the_run_that_fails():
+    # Two tight clusters far apart: CAX is hard at gamma = 1, but the paper configuration's softmax center reset
+    # mixes the two centers' ids (weight 0.12); the validated configuration has no such reset and is certified.
+    rng = np.random.default_rng(0)
+    X = np.concatenate([-2.68 + 1e-3 * rng.random(5), -20.74 + 1e-3 * rng.random(5)])[:, None]
+    init = X[[0, 5]]
+    with pytest.warns(UserWarning, match=r"before layer 1, the softmax SAC gives weight up to 0\.119"):
+        with pytest.raises(ValueError, match="non-negative"):  # its linear CAC then meets a negative assignment
+            lloyd_transformer(1, 2, 1.0, config="paper").run(X, init, 3, warn=True)
+    with pytest.warns(UserWarning, match=r"before layer 1, the softmax SAC"):
+        lloyd_transformer(1, 2, 1.0, config="all-attention").run(X, init, 3, warn=True)
+    with pytest.warns(UserWarning, match=r"softmax SAX gives point"):  # points 1e-3 apart at gamma = 30
+        lloyd_transformer(1, 2, 30.0, config="all-attention").run(X, init, 3, warn=True)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lloyd_transformer(1, 2, 1.0).run(X, init, 3, warn=True)
+    # a gamma the certificate cannot certify for the validated configuration either
+    close = np.array([[0.0], [0.999], [2.0], [2.1]])  # 0.999 is 0.004 nearer to 0 than to 2 in squared distance
+    with pytest.warns(UserWarning, match="before layer 1, gamma = 10 is below what the exactness certificate"):
+        lloyd_transformer(1, 2, 10.0).run(close, close[[0, 2]], 2, warn=True)
+    assert kmt_ref.exactness_certificate(close, close[[0, 2]], 1, 10.0).bound[1] > 1e-3 * 2.1
+    assert kmt_ref.min_gamma(close, close[[0, 2]], 1, 1e-3 * 2.1) > 10.0

@@ -264,3 +264,46 @@ def test_the_nearest_of_few_centers_is_the_least_score_and_every_near_tie_goes_t
             assert close[j]
         if not close[j]:
             assert within == [best[j]]
+
+
+@st.composite
+def near_duplicates(draw):
+    """Points of an integer grid, initial centers among them, and a pair of points a few ulps to a billionth
+    of the spread either side of the bisector of two initial centers: Lloyd's first step parts the pair, and a
+    point self-attention must then tell its two points apart."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    d, k = draw(st.integers(1, 2)), draw(st.integers(2, 3))
+    offset = draw(st.sampled_from([0.0, 1.0, 1e3]))
+    X = rng.integers(-3, 4, size=(20, d)).astype(float) + offset
+    init = X[rng.choice(20, size=k, replace=False)]
+    gap = draw(st.sampled_from([1e-15, 1e-12, 1e-9, 1e-6])) * max(1.0, offset)
+    middle = (init[0] + init[1]) / 2
+    return np.vstack([X, middle - gap * (init[1] - init[0]), middle + gap * (init[1] - init[0])]), init
+
+
+@pytest.mark.parametrize("construction", [("2.1", c) for c in ("validated", "paper", "all-attention")]
+                         + [("2.2", c) for c in ("validated", "all-attention")])
+@SETTINGS
+@given(problem=near_duplicates(), reference=st.booleans())
+def test_no_construction_gives_a_wrong_answer_on_near_duplicates_without_a_warning(problem, reference, construction):
+    # Every construction at gamma = inf, either engine: equal to Lloyd's algorithm, or a warning before the run
+    # that names two points its point self-attention cannot tell apart. Lloyd's own near ties are set aside.
+    import warnings
+
+    from kmt_ref.engine import REFERENCE, Engine
+
+    X, init = problem
+    theorem, config = construction
+    ref = lloyd(X, init, 3)
+    assume(_clear_nearest(X, ref.centers[:-1], rel=1e-13))  # far closer ties than that are not set aside
+    build = lloyd_transformer if theorem == "2.1" else dot_product_lloyd_transformer
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        traj = build(X.shape[1], init.shape[0], config=config).run(X, init, 3,
+                                                                   engine=REFERENCE if reference else Engine())
+    told = any("point self-attention" in str(w.message) for w in caught)
+    if not told:
+        np.testing.assert_array_equal(traj.labels, ref.labels)
+        np.testing.assert_allclose(traj.centers, ref.centers, rtol=0, atol=1e-12 * max(1.0, np.max(np.abs(X))))
+    # only a point self-attention that is an attention with rounded scores can be unable to tell points apart
+    assert not told or (theorem, config) == ("2.2", "all-attention")
