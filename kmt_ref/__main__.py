@@ -22,14 +22,32 @@ def _rerun_with_blas_threads(argv, threads):
     env = dict(os.environ, **{v: wanted for v in _THREAD_VARIABLES})
     return subprocess.call([sys.executable, "-m", "kmt_ref", *argv], env=env)
 
+#: Most processes ``verify --jobs`` starts (it has that many sections).
+MAX_VERIFY_JOBS = 16
+
+
 def main(argv=None):
+    """Run the command line; its exit status (2 and one line for an error it can name, 130 on Ctrl-C)."""
+    from .programs.jobs import ClusterError
+
+    try:
+        return _main(argv)
+    except ClusterError as err:
+        print(f"python -m kmt_ref: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("python -m kmt_ref: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kmt_ref", description=__doc__)
     parser.add_argument("--version", action="version", version=f"kmt_ref {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("verify", help="check every construction against its classical algorithm")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--quick", action="store_true", help="smaller Figure 3 data (seconds)")
-    p.add_argument("--jobs", type=integer_at_least(1), default=min(2, os.cpu_count() or 1),
+    p.add_argument("--jobs", type=integer_at_least(1, MAX_VERIFY_JOBS), default=min(2, os.cpu_count() or 1),
                    help="run the sections in this many processes, each with one BLAS thread (default: 2, "
                    "or 1 on a one-core machine; the rows are the same)")
     p = sub.add_parser("bench", help="speed ratios measured side by side")

@@ -6,8 +6,10 @@ fails with a ``ValueError`` that names the argument and the offending value
 is always a fresh float64 copy.
 """
 
+import json
 import numbers
 import os
+import tempfile
 
 import numpy as np
 
@@ -78,6 +80,44 @@ def check_not_committed(path, name="path"):
             "deliberately."
         )
     return path
+
+
+def check_writable(path, name="path", folder=True):
+    """``path`` as an absolute path, once it is known to take what a command will write there, before any work.
+
+    ``folder=True``: a folder (made, with its parents, if missing) in which a
+    file can be created (a probe file is made and removed); ``False``: a file
+    path whose folder is such a folder and which is not itself a folder. A
+    dangling symbolic link, a file where a folder is needed, a read-only or
+    special file system (``/proc``, ``/dev/null``) all give a ``ValueError``
+    naming the argument, the path and the system's reason.
+    """
+    path = check_not_committed(path, name)
+    folder_path = path if folder else os.path.dirname(path)
+    for p in (path, folder_path):
+        if os.path.islink(p) and not os.path.exists(p):
+            raise ValueError(f"{name} is a symbolic link to nothing: {name}={path!r} "
+                             f"({os.readlink(p)!r} does not exist)")
+    if not folder and os.path.isdir(path):
+        raise ValueError(f"{name} must be a file path, not a folder; got {name}={path!r}")
+    try:
+        os.makedirs(folder_path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder_path):
+            pass
+    except OSError as err:
+        raise ValueError(f"{name} cannot be written: {name}={path!r} ({err.strerror or err})") from None
+    return path
+
+
+def read_json(path, name="path"):
+    """The JSON value of the file at ``path``; a ``ValueError`` naming ``name`` and the path when it cannot be
+    read as JSON (missing, unreadable, not JSON, or nested deeper than Python's parser recurses)."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        reason = "nested too deeply" if isinstance(err, RecursionError) else f"{type(err).__name__}: {err}"
+        raise ValueError(f"{name}={os.fspath(path)!r} cannot be read as JSON ({reason})") from None
 
 
 def check_name(value, name="name"):

@@ -78,8 +78,8 @@ from .geometry import closest_distinct_pair
 from .layer import KMeansTransformer
 from .tokens import TokenLayout
 
-__all__ = ["CONFIGS", "LEAK_TOL", "CENTER_TOL", "lloyd_transformer", "equation5_weights", "assemble_blocks", "resolve_config",
-           "finite_gamma_assumption"]
+__all__ = ["CONFIGS", "LEAK_TOL", "CENTER_TOL", "lloyd_transformer", "equation5_weights", "assemble_blocks",
+           "resolve_config", "finite_gamma_assumption"]
 
 #: Block mechanisms (score, normalizer) of each configuration; ``"attention"``
 #: stands for Euclidean softmax at finite gamma and hardmax at gamma = inf.

@@ -17,7 +17,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._validation import check_not_committed
+from .._validation import check_not_committed, check_writable
 from ._feedback import CheckFailedError
 
 __all__ = ["Exercise", "CheckResult", "find_workbook", "packaged_workbook", "copy_workbook", "load_function",
@@ -105,6 +105,7 @@ def copy_workbook(target):
     target = Path(check_not_committed(Path(target).expanduser(), "dir"))
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ValueError(f"dir={str(target)!r} exists and is not empty: choose a new directory")
+    check_writable(target, "dir")
     source = packaged_workbook()
     (target / "solutions").mkdir(parents=True, exist_ok=True)
     for pattern in ("[0-9][0-9]_*.py", "README.md", "solutions/[0-9][0-9]_*.py"):

@@ -166,7 +166,7 @@ def load_checkpoint(path):
             meta_text = str(f["meta"])
             stored = str(f["checksum"]) if "checksum" in f.files else None
         meta = json.loads(meta_text)
-    except (OSError, EOFError, zipfile.BadZipFile, json.JSONDecodeError, ValueError) as err:
+    except (OSError, EOFError, zipfile.BadZipFile, json.JSONDecodeError, RecursionError, ValueError) as err:
         if isinstance(err, ValueError) and str(err).startswith(f"path={path!r}"):
             raise
         raise ValueError(f"path={path!r} is not a readable training checkpoint (truncated, empty or another "

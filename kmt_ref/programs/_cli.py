@@ -3,6 +3,7 @@
 import argparse
 import ctypes
 import ctypes.util
+import sys
 
 __all__ = ["integer_at_least", "positive_number", "keep_freed_memory"]
 
@@ -28,16 +29,18 @@ def keep_freed_memory():
     return bool(mallopt(_M_MMAP_THRESHOLD, 32 * 2**20)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
 
 
-def integer_at_least(low):
-    """An argparse type: an integer ``>= low``, with a message that says so."""
+def integer_at_least(low, high=None):
+    """An argparse type: an integer ``>= low`` (and ``<= high``), with a message that says so."""
     what = "a positive integer" if low == 1 else "a non-negative integer" if low == 0 else f"an integer >= {low}"
+    if high is not None:
+        what += f" <= {high}"
 
     def parse(text):
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be {what}; got {text!r}") from None
-        if value < low:
+        if value < low or (high is not None and value > high):
             raise argparse.ArgumentTypeError(f"must be {what}; got {value}")
         return value
 
@@ -46,11 +49,12 @@ def integer_at_least(low):
 
 
 def positive_number(text):
-    """An argparse type: a positive finite float."""
+    """An argparse type: a positive finite float, not subnormal (its reciprocal must be finite)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a positive number; got {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number; got {value}")
+    if not sys.float_info.min <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number from {sys.float_info.min:g} to "
+                                         f"{sys.float_info.max:g}; got {value}")
     return value

@@ -21,15 +21,19 @@ import os
 import signal
 import sys
 
+from .._validation import check_writable
 from ..engine import Engine
 from ..learning import protocols
 from . import experiments
 from ._cli import integer_at_least, positive_number
-from ._results import check_output_dir
-from .jobs import check_cluster, cluster, run_jobs
+from .jobs import MAX_WORKERS, check_cluster, cluster, run_jobs
 from .registry import EXPERIMENTS, run_experiment
 
 __all__ = ["reproduce", "train_command"]
+
+#: Most re-embedded layer applications a model is trained through (each keeps its activations for the gradient).
+MAX_TRAIN_LAYERS = 100
+
 
 def _seed_list(text):
     return [integer_at_least(0)(t) for t in text.split(",")]
@@ -62,7 +66,7 @@ def _scale_options(parser, results_help, scales, for_train=False):
 def _cluster_options(parser, what):
     """``--workers N | --scheduler ADDRESS``: where the jobs run (default: in this process)."""
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=integer_at_least(1), default=None,
+    where.add_argument("--workers", type=integer_at_least(1, MAX_WORKERS), default=None,
                        help=f"{what} on a local Dask cluster of this many processes, one job each (needs "
                        "kmt-ref[dask])")
     where.add_argument("--scheduler", default=None,
@@ -120,7 +124,7 @@ def reproduce(name, argv=()):
         print(json.dumps(out, indent=1) if args.json else report_text(name, out))
         return 0
     try:
-        results_dir = check_output_dir(args.results_dir or experiments.default_results_dir(), "--results-dir")
+        results_dir = check_writable(args.results_dir or experiments.default_results_dir(), "--results-dir")
         check_cluster(args.scheduler, args.workers)
     except ValueError as err:
         parser.error(str(err))
@@ -155,7 +159,7 @@ def train_command(argv=()):
                         help="token layout: [x | y] (d+k, the default), [x] only (d), or both (d+k,d)")
     parser.add_argument("--tied", action="store_true",
                         help="tie the id maps: parameters that do not depend on k (tokens d+k)")
-    parser.add_argument("--n-layers", type=integer_at_least(1),
+    parser.add_argument("--n-layers", type=integer_at_least(1, MAX_TRAIN_LAYERS),
                         help="train through this many re-embedded layer applications (paper: 1)")
     parser.add_argument("--loss-on", choices=("last", "every"),
                         help="with --n-layers > 1: the loss after the last application (default) or its mean "
@@ -191,19 +195,19 @@ def train_command(argv=()):
     jobs = experiments.train_jobs(scale, args.seeds or [0 if args.seed is None else args.seed], args.tokens,
                                   settings)
     try:
-        results_dir = check_output_dir(args.results_dir or experiments.default_results_dir(), "--results-dir")
+        results_dir = check_writable(args.results_dir or experiments.default_results_dir(), "--results-dir")
         for job in jobs:
             protocols.run_config(scale, job.inputs["tokens"], job.inputs["seed"], **job.inputs["overrides"])
         check_cluster(args.scheduler, args.workers)
     except ValueError as err:
         parser.error(str(err))
-    for job in jobs:
-        path = protocols.checkpoint_path(scale, job.inputs["tokens"], job.inputs["seed"], results_dir,
-                                         **job.inputs["overrides"])
-        print(f"checkpoint: {path}", file=sys.stderr)
     _catch_signals()
     try:
         with cluster(args.scheduler, args.workers) as client:
+            for job in jobs:
+                path = protocols.checkpoint_path(scale, job.inputs["tokens"], job.inputs["seed"], results_dir,
+                                                 **job.inputs["overrides"])
+                print(f"checkpoint: {path}", file=sys.stderr)
             results = run_jobs(jobs, results_dir, client, options=dict(threads=args.threads))
     except KeyboardInterrupt:
         print(f"\ninterrupted: progress saved under {results_dir}; rerun the same command to resume", file=sys.stderr)

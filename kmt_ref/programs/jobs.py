@@ -77,7 +77,7 @@ def finished(job, directory):
     try:
         with open(job.path(directory)) as f:
             stored = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # a file not this job's: the job runs again
         return None
     if not isinstance(stored, dict) or stored.get("job") != json.loads(json.dumps(job.record())) \
             or "result" not in stored:
@@ -124,7 +124,7 @@ def job_seconds(job, directory):
     try:
         with open(job.path(directory)) as f:
             return json.load(f).get("seconds")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
 
 
@@ -133,13 +133,26 @@ def check_cluster(scheduler=None, workers=None):
     if one is given)."""
     if scheduler is not None and workers is not None:
         raise ValueError(f"give scheduler or workers, not both; got scheduler={scheduler!r}, workers={workers!r}")
+    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+        raise ValueError(f"scheduler must be a Dask scheduler's address, e.g. tcp://host:8786; got "
+                         f"scheduler={scheduler!r}")
     if workers is not None:
-        check_int(workers, "workers", low=1)
+        check_int(workers, "workers", low=1, high=MAX_WORKERS)
     if scheduler is not None or workers is not None:
         try:
             import distributed  # noqa: F401
         except ImportError:
             raise ValueError("running jobs on Dask needs the optional extra: pip install \"kmt-ref[dask]\"") from None
+
+
+class ClusterError(ValueError):
+    """A Dask scheduler that cannot be reached (the command lines print it as one line, exit status 2)."""
+
+
+#: Most processes ``workers`` may start (a local cluster of more only waits on its cores).
+MAX_WORKERS = 256
+#: Seconds a connection to a scheduler may take before :func:`cluster` gives up.
+CONNECT_TIMEOUT = 10
 
 
 @contextmanager
@@ -153,7 +166,11 @@ def cluster(scheduler=None, workers=None):
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
-        with Client(scheduler) as client:
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError, TypeError) as err:  # no scheduler there, or not an address
+            raise ClusterError(f"scheduler={scheduler!r} cannot be reached ({type(err).__name__}: {err})") from None
+        with client:
             yield client
         return
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as local, \

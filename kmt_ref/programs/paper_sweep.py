@@ -38,7 +38,7 @@ from itertools import product
 
 import numpy as np
 
-from .._validation import check_int, check_k, check_positive, check_rng
+from .._validation import check_int, check_k, check_positive, check_rng, check_writable, read_json
 from ..classical import lloyd
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import DATA_DIR
@@ -346,8 +346,7 @@ def coverage(result):
 
 def load_paper_sweep(path=COMMITTED_PATH):
     """The committed (or another) paper-sweep result."""
-    with open(path) as f:
-        return json.load(f)
+    return read_json(path)
 
 
 def reproduce(argv=()):
@@ -380,10 +379,14 @@ def reproduce(argv=()):
     if args.report:
         if args.resume_from is not None:
             parser.error("--report runs nothing: it takes no --resume-from")
-        result = load_paper_sweep(args.out or COMMITTED_PATH)
+        try:
+            result = load_paper_sweep(args.out or COMMITTED_PATH)
+        except ValueError as err:
+            parser.error(f"--out: {err}")
     else:
         try:
-            out = check_output_dir(args.out or os.path.join(output_dir(), "sweep", "paper_sweep.json"), "--out")
+            out = check_writable(args.out or os.path.join(output_dir(), "sweep", "paper_sweep.json"), "--out",
+                                 folder=False)
         except ValueError as err:
             parser.error(str(err))
         if args.resume_from is not None:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .._validation import check_choice
+from .._validation import check_choice, read_json
 from ..learning.protocols import SCALES, learning_headline
 from . import beyond, dissection, experiments, paper_sweep, reports, sweep
 from ._results import check_output_dir
@@ -58,8 +58,7 @@ class Experiment:
         path = os.path.join(results_dir, scale, f"{self.name}.json")
         if not os.path.exists(path):
             raise ValueError(f"no {scale} results for {self.name} at {path}")
-        with open(path) as f:
-            return json.load(f)
+        return read_json(path)
 
     def describe(self):
         """``help``, with where the paper shows it."""

@@ -30,12 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validation import check_n_steps, check_positive
+from .._validation import check_n_steps, check_positive, check_writable, read_json
 from ..certificate import _LloydGeometry, min_gamma, rule_of_thumb_gamma
 from ..classical import lloyd
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import gaussian_mixture
-from ._results import check_output_dir, output_dir
+from ._results import output_dir
 
 __all__ = ["GRID", "QUICK_GRID", "run_sweep", "load_sweep", "first_good", "summarize", "reproduce", "DEFAULT_PATH"]
 
@@ -124,8 +124,7 @@ def run_sweep(gammas, ds, ks, ns, scales, seeds, n_layers=10, tol=1e-3):
 
 def load_sweep(path=DEFAULT_PATH):
     """Read a sweep written by :func:`reproduce` (``inf`` is stored as ``Infinity``)."""
-    with open(path) as f:
-        return json.load(f)
+    return read_json(path)
 
 
 def first_good(gaps, gammas, tol):
@@ -183,7 +182,7 @@ def reproduce(argv=()):
         print(json.dumps(summary, indent=1) if args.json else report_text(summary))
         return 0
     try:
-        out = Path(check_output_dir(args.out or Path(output_dir()) / "sweep" / "sweep.json", "--out"))
+        out = Path(check_writable(args.out or Path(output_dir()) / "sweep" / "sweep.json", "--out", folder=False))
     except ValueError as err:
         parser.error(str(err))
     start = time.perf_counter()
