@@ -58,7 +58,7 @@ from types import MappingProxyType
 import autograd.numpy as anp
 import numpy as np
 
-from ._validation import check_choice, check_name, check_rng
+from ._validation import check_bool, check_callable, check_choice, check_name, check_rng
 from .geometry import exact_nearest, squared_distances
 from .normalizers import gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
 
@@ -212,6 +212,13 @@ class Normalizer:
     uses_gamma: bool = True
     needs_rng: bool = False
     average: Callable | None = None
+
+    def __post_init__(self):
+        for name in ("fn", "average"):
+            if getattr(self, name) is not None:
+                check_callable(getattr(self, name), name)
+        for name in ("uses_gamma", "needs_rng"):
+            check_bool(getattr(self, name), name)
 
 
 #: Registry of normalizers by name (add one with :func:`register_normalizer`).

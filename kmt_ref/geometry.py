@@ -12,7 +12,7 @@ import autograd.numpy as anp
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ._validation import check_batch, check_centers, check_data, is_batch
+from ._validation import MAX_ABS, check_batch, check_centers, check_data, is_batch
 
 __all__ = ["squared_distances", "center_distances", "nearest_center", "point_frame", "PointFrame", "exact_nearest",
            "closest_distinct_pair",
@@ -96,6 +96,9 @@ def exact_nearest(x, C):
     on the candidates. Centers that are the same point tie without any
     arithmetic. More than one ``True`` only at an exact tie.
     """
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(C))):
+        raise ValueError(f"exact_nearest needs a finite point and finite centers; got x={x.tolist()}"
+                         + ("" if np.all(np.isfinite(C)) else " and a non-finite center"))
     equal = np.all(C == x, axis=-1)
     if equal.any():  # distance exactly 0: the centers equal to x, and only they
         return equal
@@ -185,8 +188,8 @@ def _best_two(s):
 
 def _best_few(s, bound, index_count):
     """Per column of ``s`` (..., k, m), given transposed, one center per row: the index of the least entry,
-    and whether another entry is within ``bound`` (..., m) of it (the index is then left to exact arithmetic).
-    Overwrites ``s``.
+    whether another entry is within ``bound`` (..., m) of it (the index is then left to exact arithmetic), and
+    the least entry. Overwrites ``s``.
 
     Three passes over contiguous rows (NumPy's reductions along a short last axis are slow): the least
     entry of each column, the entries at most ``1.25 bound`` above it (the margin covers the rounding of
@@ -194,11 +197,11 @@ def _best_few(s, bound, index_count):
     none fewer), written over ``s`` as 1.0 and 0.0, and one product with ``index_count``, the rows
     ``0, 1, ..., k - 1`` and ``1, ..., 1``: the index of the only one where there is one, and the count.
     """
-    threshold = np.min(s, axis=-2)
-    threshold += 1.25 * bound
+    least = np.min(s, axis=-2)
+    threshold = least + 1.25 * bound
     np.less_equal(s, threshold[..., None, :], out=s, casting="unsafe")
     found = np.matmul(index_count, s)
-    return found[..., 0, :].astype(np.intp), found[..., 1, :] > 1
+    return found[..., 0, :].astype(np.intp), found[..., 1, :] > 1, least
 
 
 def _scored_centers(C, origin):
@@ -269,14 +272,16 @@ def nearest_center(X, C, frame=None, *, ties=False):
             if few:  # scores (..., k, rows)
                 s = np.matmul(Cm2, np.swapaxes(points, -1, -2))
                 s += c2[..., :, None]
-                best, close = _best_few(s, bound, index_count)
+                best, close, best_scores = _best_few(s, bound, index_count)
             else:  # scores (..., rows, k)
                 s = np.matmul(points, np.swapaxes(Cm2, -1, -2))
                 s += c2[..., None, :]
                 best, lowest, second = _best_two(s)
                 close = second - lowest <= bound
+                best_scores = lowest
             if attempt + 1 == len(origins) or np.count_nonzero(close) <= UNDECIDED:
                 break
+        _check_scored(X, C, best_scores, part)
         labels[..., part] = best
         for index in zip(*np.nonzero(close), strict=True):
             point = index[:-1] + (start + index[-1],)
@@ -306,6 +311,21 @@ def closest_distinct_pair(X):
     a = int(np.argmin(sq))
     i, l = sorted((int(first[a]), int(first[neighbour[a, 1]])))
     return i, l, float(sq[a])
+
+
+def _check_scored(X, C, best_scores, part):
+    """Refuse a chunk of points (rows ``part`` of ``X``) whose best score is not finite: a nan or inf
+    coordinate of a point or a center, which no nearest center could be given for (one pass over the chunk's
+    minima, not over the points)."""
+    if np.all(np.isfinite(best_scores)):
+        return
+    index = tuple(np.argwhere(~np.isfinite(best_scores))[0])
+    point = index[:-1] + (part.start + index[-1],)
+    if not np.all(np.isfinite(C[index[:-1]])):
+        task = f" in task {index[0]}" if index[:-1] else ""
+        raise ValueError(f"C must be finite; got a non-finite center{task}")
+    raise ValueError(f"X must be finite, within squares float64 can hold; got X[{', '.join(map(str, point))}]="
+                     f"{X[point].tolist()}")
 
 
 def assigned_squared_distances(X, C, labels):
@@ -346,6 +366,12 @@ def kmeans_objective(X, centers):
     if is_batch(X):
         X = check_batch(X, centers, "centers", finite_centers=False)
         C = np.asarray(centers, dtype=float)
+        with np.errstate(invalid="ignore"):
+            huge = np.isfinite(C) & (np.abs(C) > MAX_ABS)
+        if np.any(huge):
+            raise ValueError(f"centers must be non-finite (a diverged task, whose objective is inf) or of magnitude "
+                             f"at most {MAX_ABS:g}; got centers[{', '.join(map(str, np.argwhere(huge)[0]))}]="
+                             f"{C[huge][0]}")
         out = np.full(X.shape[0], np.inf)
         ok = np.all(np.isfinite(C), axis=(-2, -1))
         if np.any(ok):

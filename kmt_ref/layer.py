@@ -141,6 +141,18 @@ def _column_stats(X, width=64):
     return tuple(np.concatenate(parts, axis=-1) for parts in zip(*stats, strict=True))
 
 
+def _nearest_of_finite(X, C):
+    """The nearest center of every point of the tasks whose centers are finite, 0 for a task that diverged
+    (a run with ``diverged="return"`` reports it instead of refusing it)."""
+    finite = np.all(np.isfinite(C), axis=(-2, -1))
+    if np.all(finite):
+        return nearest_center(X, C)
+    labels = np.zeros(X.shape[:-1], dtype=np.intp)
+    if X.ndim == 3 and np.any(finite):
+        labels[finite] = nearest_center(X[finite], C[finite])
+    return labels
+
+
 def _labels(Y):
     """The arg-max of every row of an assignment block ``Y`` (..., n, k) and whether all of it is finite.
 
@@ -466,7 +478,7 @@ class KMeansTransformer:
                 P, Q = self._embed(X, C)
             P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng, engine=engine, overwrite=True)
             if not has_y:
-                return layout.read(Q, "x"), nearest_center(X, C)
+                return layout.read(Q, "x"), _nearest_of_finite(X, C)
             Y = layout.read(P, "y")
             labels, finite = _labels(Y)
             if first_bad is None and not finite:

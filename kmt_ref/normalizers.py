@@ -57,7 +57,11 @@ def _sorted_desc(z):
 
     The row maximum is subtracted first (every normalizer here is invariant to
     a shift of the row), so the sums below involve only gaps between scores.
+    Non-finite scores have no gaps (a nan or inf would give a row of nan): refused.
     """
+    if not np.all(np.isfinite(z)):
+        bad = np.argwhere(~np.isfinite(z))[0]
+        raise ValueError(f"scores must be finite; got scores[{', '.join(map(str, bad))}]={z[tuple(bad)]}")
     z = z - np.max(z, axis=-1, keepdims=True)
     zs = -np.sort(-z, axis=-1)
     return z, zs, np.cumsum(zs, axis=-1), np.arange(1, z.shape[-1] + 1)

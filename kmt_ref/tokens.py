@@ -24,7 +24,7 @@ blocks:
 
 import numpy as np
 
-from ._validation import float_type
+from ._validation import check_dims, float_type
 
 __all__ = ["TokenLayout"]
 
@@ -52,7 +52,8 @@ class TokenLayout:
             raise ValueError(
                 f"blocks must be distinct names from {_KNOWN} including 'x'; got blocks={blocks}"
             )
-        self.d, self.k, self.blocks = int(d), int(k), blocks
+        self.d, self.k = check_dims(d, k)
+        self.blocks = blocks
         widths = {"x": self.d, "y": self.k, "sqnorm": 1, "one": 1}
         self.slices, start = {}, 0
         for name in blocks:

@@ -95,6 +95,8 @@ def iterate(step, X, C, n_iter, keep_assignments=False):
     """
     check_callable(step, "step")
     n_iter = check_n_steps(n_iter, "n_iter")
+    if not np.all(np.isfinite(C)):
+        raise ValueError("the initial centers C must be finite; got a nan or inf in C")
     centers = np.empty((n_iter + 1,) + C.shape)
     labels = np.empty((n_iter,) + X.shape[:-1], dtype=np.intp)
     assignments = np.empty((n_iter,) + X.shape[:-1] + C.shape[-2:-1]) if keep_assignments else None
@@ -105,6 +107,9 @@ def iterate(step, X, C, n_iter, keep_assignments=False):
         new, lab, *extra = step(current, t)
         centers[t + 1] = _returned(new, C.shape, "centers", t)
         labels[t] = _returned(lab, labels.shape[1:], "labels", t, integer=True)
+        if labels[t].size and not 0 <= labels[t].min() <= labels[t].max() < C.shape[-2]:
+            raise ValueError(f"step must return labels in [0, {C.shape[-2]}) (indices of the k centers); got "
+                             f"labels from {labels[t].min()} to {labels[t].max()} at iteration {t}")
         if keep_assignments:
             assignments[t] = _returned(extra[0] if extra else None, assignments.shape[1:], "assignments", t)
     return Trajectory(centers=centers, labels=labels, assignments=assignments)

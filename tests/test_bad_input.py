@@ -203,3 +203,50 @@ def test_command_line_user_errors_are_messages_not_tracebacks(argv, match, capsy
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert re.search(match, err) and "Traceback" not in err
+
+
+def test_the_last_unchecked_doors_refuse_bad_input_with_a_value_error():
+    # issue 50, item 4: each of these gave an answer, a nan or another exception before
+    import kmt_ref
+    from kmt_ref.attention import Normalizer
+    from kmt_ref.geometry import exact_nearest, nearest_center
+    from kmt_ref.normalizers import entmax15, normmax2, normmax_inf, sparsemax
+    from kmt_ref.tokens import TokenLayout
+    from kmt_ref.trajectory import iterate
+    from kmt_ref.variants.registry import Variant
+
+    X = np.random.default_rng(0).random((2, 6, 2))
+    with pytest.raises(ValueError, match="magnitude"):
+        kmt_ref.kmeans_objective(X, np.full((2, 2, 2), 1e200))
+    diverged = X[:, :2].copy()
+    diverged[1] = np.nan
+    assert kmt_ref.kmeans_objective(X, diverged)[1] == np.inf  # a diverged task is reported, as documented
+    bad = X[0].copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match=r"X must be finite.*X\[3\]"):
+        nearest_center(bad, X[0, :2])
+    with pytest.raises(ValueError, match="C must be finite"):
+        nearest_center(X[0], np.array([[0.0, 0.0], [np.inf, 0.0]]))
+    for x in (np.array([np.nan, 0.0]), np.array([np.inf, 0.0])):
+        with pytest.raises(ValueError, match="finite"):
+            exact_nearest(x, X[0, :2])
+    with pytest.raises(ValueError, match="d must be an integer"):
+        TokenLayout(2.5, 3)
+    for fn in (entmax15, sparsemax, normmax2, normmax_inf):
+        with pytest.raises(ValueError, match="scores must be finite"):
+            fn(np.array([[0.0, np.nan, 1.0], [0.0, 1.0, 2.0]]))
+        with pytest.raises(ValueError, match="scores must be finite"):
+            fn(np.array([[0.0, np.inf, 1.0]]))
+    with pytest.raises(ValueError, match=r"labels in \[0, 2\)"):
+        iterate(lambda C, t: (C, np.full(6, 2)), X[0], X[0, :2], 1)
+    with pytest.raises(ValueError, match="initial centers"):
+        iterate(lambda C, t: (C, np.zeros(6, dtype=int)), X[0], np.array([[np.nan, 0.0], [0.0, 0.0]]), 1)
+    with pytest.raises(ValueError, match="uses_gamma"):
+        Normalizer(np.abs, uses_gamma="yes")
+    with pytest.raises(ValueError, match="average"):
+        Normalizer(np.abs, average=3)
+    good = dict(name="x", classical=kmt_ref.lloyd, transformer=kmt_ref.lloyd_transformer, parameter=None,
+                values=(None,), change="nothing")
+    for field, value in (("tolerance", 1e-3), ("objective_points", "X"), ("change", 3), ("parameter", "")):
+        with pytest.raises(ValueError, match=field):
+            Variant(**dict(good, **{field: value}, **({"values": (1.0,)} if field == "parameter" else {})))

@@ -255,7 +255,7 @@ def test_the_nearest_of_few_centers_is_the_least_score_and_every_near_tie_goes_t
     bound = np.abs(s).max(axis=0) * 16 * np.finfo(float).eps * rng.choice([0.5, 1.0, 1e3], size=m)
     near = rng.random((k, m)) < 0.3  # planted near ties: within a few bounds of the column's least
     s = np.where(near, s.min(axis=0) + bound * rng.choice([0.0, 0.5, 1.0, 1.2, 3.0], size=(k, m)), s)
-    best, close = _best_few(s.copy(), bound, np.stack([np.arange(k), np.ones(k)]))
+    best, close, _ = _best_few(s.copy(), bound, np.stack([np.arange(k), np.ones(k)]))
     for j in range(m):
         col, b = [Fraction(float(v)) for v in s[:, j]], Fraction(float(bound[j]))
         least = min(col)

@@ -88,6 +88,14 @@ class Variant:
         check_name(self.name)
         for field in ("classical", "transformer"):
             check_callable(getattr(self, field), field)
+        for field in ("tolerance", "objective_points"):
+            if getattr(self, field) is not None:
+                check_callable(getattr(self, field), field)
+        if not isinstance(self.change, str):
+            raise ValueError(f"change must be a string (what the variant changes, in a line); "
+                             f"got change={self.change!r}")
+        if self.parameter is not None:
+            check_name(self.parameter, "parameter")
         if self.parameter is None:
             if tuple(self.values) != (None,):
                 raise ValueError(f"a variant without a parameter has values=(None,); got values={self.values!r}")
