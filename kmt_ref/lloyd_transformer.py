@@ -21,10 +21,14 @@ Invariant: before layer t+1, ``P = [X | Y_t]`` and ``Q = [C_t | I_k]`` with
   equally), so the average of ``-P_y p_l`` over that set is ``[0 | -y_i]``:
   duplicates need no special care. After CAX + SAX + residual,
   ``P = [X | Y_{t+1}]`` with ``Y_{t+1}`` the one-hot Lloyd assignment.
-* CAC: ``-gamma ||e_j - y_i||^2`` is 0 for members of cluster j and -2
-  otherwise; hardmax averages ``P_x p_i = [x_i | 0]`` over the members: the
-  new mean. SAC picks the center itself (ids are distinct) and subtracts
-  ``[c_j | 0]``. With the residual, ``Q = [C_{t+1} | I_k]``. QED.
+* CAC (linear attention on dot-product scores): the score of point i for
+  center j is ``e_j . y_i``, 1 for the members of cluster j and 0 for the
+  others; divided by their sum, the weights are ``1 / N_j`` on the members,
+  and the values ``P_x p_i = [x_i | 0]`` average to the new mean. (The
+  all-attention configuration's Euclidean CAC scores ``-gamma ||e_j - y_i||^2``,
+  0 for members and -2 otherwise: hardmax averages the same members.) SAC
+  picks the center itself (ids are distinct) and subtracts ``[c_j | 0]``.
+  With the residual, ``Q = [C_{t+1} | I_k]``. QED.
 
 What the theorem assumes, and what this code does otherwise:
 
@@ -42,7 +46,8 @@ What the theorem assumes, and what this code does otherwise:
   distance) >> 1`` for every point; CAC and SAC compare ids (gap 2, or 1 for
   a fractional y) and are exact in float64 once ``gamma >~ 400``; SAX needs
   ``gamma * (smallest squared distance between two distinct points) >> 1``,
-  which for the 10,000 points of the Figure 3 data (that distance is 1.6e-10)
+  which for the 10,000 points of the Figure 3 data (that distance is 1.4e-9 on
+  the authors' draw, ``figure3_data()``, and 1.6e-10 on the NumPy draw ``figure3_data(seed=0)``)
   means gamma of order 1e10 or more, far beyond the paper's 1e4: below it,
   softmax averages a point with its neighbours and the reset is wrong (the
   book measures where exactness returns).
@@ -50,10 +55,13 @@ What the theorem assumes, and what this code does otherwise:
 Configurations (:data:`CONFIGS`; the matrices are Equation 5's in each, only
 the mechanisms differ), each named by where it comes from:
 
-* ``"paper"``: the paper's construction. Euclidean attention in CAX and in
-  the point reset SAX, dot-product (linear) attention in the center update
-  CAC, Euclidean attention on the ids in the center reset SAC. This is the
-  theorem's layer.
+* ``"paper"``: the paper's mechanisms where its summary states them
+  (Euclidean attention in CAX, dot-product (linear) attention in the center
+  update CAC; Euclidean attention in the point reset SAX, as the authors'
+  follow-up restates it), and Euclidean attention on the ids in the center
+  reset SAC, whose mechanism no source states: it is the authors' code's
+  ``CModel(osa=False)``. At ``gamma = inf`` every choice of SAC resets the
+  one-hot ids exactly, so the choice changes no number there.
 * ``"all-attention"``: Euclidean attention in all four blocks, the center
   update included: the form of the authors' follow-up paper (its appendix),
   which says it differs from the paper's linear center update there.
@@ -85,9 +93,9 @@ __all__ = ["CONFIGS", "LEAK_TOL", "CENTER_TOL", "lloyd_transformer", "equation5_
 #: stands for Euclidean softmax at finite gamma and hardmax at gamma = inf.
 #: The matrices are Equation 5's in every configuration; only the mechanisms differ.
 CONFIGS = {
-    # The paper's construction: Euclidean attention updates the assignments and resets them
-    # (point self-attention), dot-product (linear) attention averages the assigned points, and
-    # the centers reset by attending to their own ids.
+    # The paper's stated mechanisms: Euclidean attention updates the assignments (and, as the
+    # follow-up restates it, resets them), dot-product (linear) attention averages the assigned
+    # points; the Euclidean center reset SAC is the authors' code's CModel(osa=False), no source states it.
     "paper": {
         "CAX": ("euclidean", "attention"),
         "SAX": ("euclidean", "attention"),
@@ -231,15 +239,16 @@ def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
         Inverse temperature of the softmax blocks; ``numpy.inf`` means exact
         averaging hardmax (not a large number).
     config : {"validated", "paper", "all-attention"}
-        ``"paper"``: the paper's construction (Euclidean CAX, SAX and SAC,
-        linear CAC). ``"all-attention"``: Euclidean attention in all four
+        ``"paper"``: the paper's stated mechanisms (Euclidean CAX and SAX,
+        linear CAC) with a Euclidean SAC (the authors' code's choice; no
+        source states SAC's mechanism). ``"all-attention"``: Euclidean attention in all four
         blocks (the authors' follow-up). ``"validated"`` (default): the
         paper's construction with identity attention in the reset blocks SAX
         and SAC, the mechanisms of the authors' numerical validation. All
         equal Lloyd exactly at ``gamma = inf``; at finite gamma only the
         validated one scales to many points (see the module docstring): at
         ``gamma = 1e4`` on the authors' Figure 3 draw (``figure3_data()``)
-        it prints the paper's log objectives to two decimals, its largest
+        it prints the log objectives the authors' notebook prints, to two decimals, its largest
         gap to Lloyd's being 6.6e-3. ``"faithful"`` (the old name of
         ``"all-attention"``) is accepted with a FutureWarning.
 

@@ -1,8 +1,8 @@
-"""Random clustering tasks: the paper's Gaussian-mixture data, one task or a batch.
+"""Random clustering tasks: Gaussian-mixture data as the authors' task sampler draws it, one task or a batch.
 
 A task: ``k`` mixture means drawn from ``U[0, 1]^d``; ``n`` points, each from
 a component chosen with the mixture weights and drawn from the chosen mixture
-*family* with that component's mean and ``scale`` (the paper: ``normal``,
+*family* with that component's mean and ``scale`` (the authors' protocol: ``normal``,
 uniform weights, ``scale = 0.1``); every dimension min-max scaled to
 ``[0, 1]``; rows randomly permuted; initial centers = the first ``k`` points
 (or k-means++ seeding).

@@ -223,9 +223,9 @@ def test_the_last_unchecked_doors_refuse_bad_input_with_a_value_error():
     assert kmt_ref.kmeans_objective(X, diverged)[1] == np.inf  # a diverged task is reported, as documented
     bad = X[0].copy()
     bad[3, 1] = np.nan
-    with pytest.raises(ValueError, match=r"X must be finite.*X\[3\]"):
+    with pytest.raises(ValueError, match=r"X must be finite.*X\[3\]"), np.errstate(invalid="ignore"):
         nearest_center(bad, X[0, :2])
-    with pytest.raises(ValueError, match="C must be finite"):
+    with pytest.raises(ValueError, match="C must be finite"), np.errstate(invalid="ignore"):
         nearest_center(X[0], np.array([[0.0, 0.0], [np.inf, 0.0]]))
     for x in (np.array([np.nan, 0.0]), np.array([np.inf, 0.0])):
         with pytest.raises(ValueError, match="finite"):

@@ -156,12 +156,12 @@ def test_iterate_records_every_iterate_of_a_step_and_nothing_else():
 
     def halve(C, t):
         calls.append(t)
-        return C / 2, np.full(X.shape[0], t), np.full((X.shape[0], C.shape[0]), float(t))
+        return C / 2, np.full(X.shape[0], t % 3), np.full((X.shape[0], C.shape[0]), float(t))
 
     traj = iterate(halve, X, np.ones((3, 2)), 4, keep_assignments=True)
     assert calls == [0, 1, 2, 3]
     np.testing.assert_array_equal(traj.centers[:, 0, 0], [1, 0.5, 0.25, 0.125, 0.0625])
-    np.testing.assert_array_equal(traj.labels, np.repeat(np.arange(4), 6).reshape(4, 6))
+    np.testing.assert_array_equal(traj.labels, np.repeat(np.arange(4) % 3, 6).reshape(4, 6))
     assert traj.assignments.shape == (4, 6, 3) and traj.assignments[3, 0, 0] == 3
     empty = iterate(halve, X[None], np.ones((1, 3, 2)), 0)
     assert empty.centers.shape == (1, 1, 3, 2) and empty.labels.shape == (0, 1, 6) and empty.assignments is None

@@ -351,7 +351,7 @@ def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32, dropout=
     n_layers : int
     reembed : bool
         Rebuild the tokens from the current centers before every step
-        (assignment block 0, ids ``I_k``), as the paper evaluates; without
+        (assignment block 0, ids ``I_k``), as the authors' evaluation code does; without
         it the tokens of the previous layer are fed back unchanged.
     chunk : int
         Tasks processed together (bounds memory at ``chunk * n * n``).

@@ -65,7 +65,7 @@ MAX_STEP_BYTES = 16 * 2**30
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Everything that defines a training run (the paper's values by default).
+    """Everything that defines a training run (the authors' protocol's values by default).
 
     Attributes
     ----------

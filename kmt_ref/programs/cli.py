@@ -160,7 +160,7 @@ def train_command(argv=()):
     parser.add_argument("--tied", action="store_true",
                         help="tie the id maps: parameters that do not depend on k (tokens d+k)")
     parser.add_argument("--n-layers", type=integer_at_least(1, MAX_TRAIN_LAYERS),
-                        help="train through this many re-embedded layer applications (paper: 1)")
+                        help="train through this many re-embedded layer applications (the authors' protocol: 1)")
     parser.add_argument("--loss-on", choices=("last", "every"),
                         help="with --n-layers > 1: the loss after the last application (default) or its mean "
                         "over every one")
@@ -170,12 +170,12 @@ def train_command(argv=()):
     parser.add_argument("--figure-settings", action="store_true",
                         help="every setting (k, d, tau) of the paper's training figures, cheapest first, "
                         "instead of --k/--d/--tau")
-    parser.add_argument("--n", type=integer_at_least(1), help="points per task (paper: 512)")
-    parser.add_argument("--d", type=integer_at_least(1), help="dimension (paper: 32)")
-    parser.add_argument("--k", type=integer_at_least(1), help="clusters (paper: 10)")
-    parser.add_argument("--tau", type=positive_number, help="loss temperature (paper: 0.1)")
-    parser.add_argument("--steps", type=integer_at_least(1), help="training steps (paper: 10,000)")
-    parser.add_argument("--lr", type=positive_number, help="initial Adam learning rate (paper: 0.01)")
+    parser.add_argument("--n", type=integer_at_least(1), help="points per task (the authors' protocol: 512)")
+    parser.add_argument("--d", type=integer_at_least(1), help="dimension (the authors' protocol: 32)")
+    parser.add_argument("--k", type=integer_at_least(1), help="clusters (the authors' protocol: 10)")
+    parser.add_argument("--tau", type=positive_number, help="loss temperature (the authors' protocol: 0.1)")
+    parser.add_argument("--steps", type=integer_at_least(1), help="training steps (the authors' protocol: 10,000)")
+    parser.add_argument("--lr", type=positive_number, help="initial Adam learning rate (the authors' protocol: 0.01)")
     parser.add_argument("--precision", choices=("float64", "float32"),
                         help="arithmetic of each step's forward and backward pass (default float64; float32 is "
                         "faster, as bench measures; parameters and validation stay float64)")

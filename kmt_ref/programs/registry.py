@@ -89,7 +89,8 @@ EXPERIMENTS = {e.name: e for e in (
                run=experiments.generalization, report=reports.shifted),
     Experiment("kmeanspp", "paper Fig. 4c", "k-means++ initial centers",
                run=experiments.kmeanspp, report=reports.shifted),
-    Experiment("families", "paper Table 1, Fig. 11", "other mixture families and options",
+    Experiment("families", "the families: paper Table 1, Fig. 11",
+               "other mixture families, and two options that are this project's own",
                run=experiments.families, report=reports.shifted),
     Experiment("precision", "", "the learned layer of Fig. 4a trained with float32 steps beside the float64-trained "
                "one of the same seed (train --precision float32)", scales=("paper", "quick"),

@@ -96,7 +96,7 @@ def time_training_step(n=512, d=32, k=10, batch=32, repeats=5, seed=0, generic=T
     Parameters
     ----------
     n, d, k, batch : int
-        Points, dimension, centers, tasks per step (the paper: 512, 32, 10, 32).
+        Points, dimension, centers, tasks per step (the authors' protocol: 512, 32, 10, 32).
     repeats : int
         Timed repetitions of each variant, after one warm-up.
     seed : int
