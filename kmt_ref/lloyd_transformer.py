@@ -65,7 +65,7 @@ the mechanisms differ), each named by where it comes from:
 * ``"all-attention"``: Euclidean attention in all four blocks, the center
   update included: the form of the authors' follow-up paper (its appendix),
   which says it differs from the paper's linear center update there.
-* ``"validated"`` (default): the paper's construction with identity
+* ``"validated"`` (default): the ``"paper"`` configuration with identity
   attention, an exact reset through the residual path, in SAX and SAC: the
   mechanisms of the authors' own numerical validation (their Figure 3
   notebook and parameter sweep). Its only softmax is CAX, so it is the one
@@ -111,7 +111,7 @@ CONFIGS = {
         "SAC": ("euclidean", "attention"),
     },
     # The authors' numerical validation (their Figure 3 notebook and parameter sweep): the
-    # paper's construction with identity attention, an exact reset, in SAX and SAC.
+    # "paper" configuration with identity attention, an exact reset, in SAX and SAC.
     "validated": {
         "CAX": ("euclidean", "attention"),
         "SAX": ("euclidean", "identity"),
@@ -243,7 +243,7 @@ def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
         linear CAC) with a Euclidean SAC (the authors' code's choice; no
         source states SAC's mechanism). ``"all-attention"``: Euclidean attention in all four
         blocks (the authors' follow-up). ``"validated"`` (default): the
-        paper's construction with identity attention in the reset blocks SAX
+        ``"paper"`` configuration with identity attention in the reset blocks SAX
         and SAC, the mechanisms of the authors' numerical validation. All
         equal Lloyd exactly at ``gamma = inf``; at finite gamma only the
         validated one scales to many points (see the module docstring): at
