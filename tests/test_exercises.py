@@ -540,3 +540,68 @@ def test_a_flood_of_output_is_capped(tmp_path):
             raise NotImplementedError
         """)
     assert not result.passed and "process ended" in result.message
+
+
+def test_a_solution_that_patches_numpy_does_not_pass(tmp_path):
+    result = _one_solution(tmp_path, """
+        import numpy as np
+
+        np.isclose = lambda *args, **kwargs: True
+        np.allclose = lambda *args, **kwargs: True
+        np.testing.assert_allclose = lambda *args, **kwargs: None
+
+        def lloyd_step(X, C):
+            return np.zeros_like(C), np.zeros(len(X), dtype=int)
+        """)
+    assert not result.passed and "replaced parts of the checker" in result.message and "numpy" in result.message
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="the guardian and the adoption use Linux's /proc and prctl")
+def test_a_solution_that_stops_the_checker_does_not_hang_it(tmp_path):
+    import time
+
+    start = time.perf_counter()
+    result = _one_solution(tmp_path, """
+        import os, signal
+        os.kill(os.getppid(), signal.SIGSTOP)
+
+        def lloyd_step(X, C):
+            raise NotImplementedError
+        """)
+    assert not result.passed and "not implemented yet" in result.message
+    assert time.perf_counter() - start < 50  # resumed at once, not at the 60 s time limit
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="the guardian and the adoption use Linux's /proc and prctl")
+def test_a_double_forked_daemon_does_not_outlive_the_check(tmp_path):
+    import os
+    import time
+
+    marker = tmp_path / "daemon.pid"
+    result = _one_solution(tmp_path, f"""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                with open({str(marker)!r}, "w") as f:
+                    f.write(str(os.getpid()))
+                time.sleep(600)
+            os._exit(0)
+        for _ in range(100):
+            if os.path.exists({str(marker)!r}):
+                break
+            time.sleep(0.05)
+
+        def lloyd_step(X, C):
+            raise NotImplementedError
+        """)
+    assert not result.passed
+    pid = int(marker.read_text())
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"daemon {pid} still runs")

@@ -440,6 +440,7 @@ def _tie_problem(seed, offset, wobble):
     return np.vstack([X, C]), C
 
 
+@pytest.mark.filterwarnings("ignore:.*point self-attention")  # both engines alike is the property here
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), offset=st.sampled_from([0.0, 1e3, 1e6]),
        wobble=st.sampled_from([0.0, 1e-16, 1e-13]))

@@ -145,6 +145,7 @@ def test_hardmax_constructions_decide_near_ties_exactly_too(problem, config):
     np.testing.assert_array_equal(traj.labels[0], _exact_labels(X, C))
 
 
+@pytest.mark.filterwarnings("ignore:.*point self-attention")  # one layer: its SAX resets zeros, harmlessly
 @SETTINGS
 @given(near_ties(), st.sampled_from(["validated", "all-attention"]))
 def test_theorem_2_2_decides_as_exact_arithmetic_outside_the_rounding_of_its_norms(problem, config):

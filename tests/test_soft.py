@@ -194,3 +194,21 @@ def test_normal_responsibilities_refuses_a_bad_stiffness_before_any_work(beta):
 
     with pytest.raises(ValueError, match="beta"):
         normal_responsibilities(beta)
+
+
+def test_soft_kmeans_holds_a_chunk_of_responsibilities_and_refuses_to_keep_gigabytes(monkeypatch):
+    import kmt_ref.variants.soft as soft
+
+    X, init, _ = gaussian_mixture(np.random.default_rng(4), n=500, d=3, k=4)
+    whole = soft.soft_kmeans(X, init, 3, 5.0)
+    monkeypatch.setattr(soft, "CHUNK_ELEMENTS", 64)  # chunks of 16 points: another summation order
+    chunked = soft.soft_kmeans(X, init, 3, 5.0)
+    np.testing.assert_allclose(chunked.centers, whole.centers, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(chunked.assignments, whole.assignments, rtol=0, atol=1e-12)
+    lean = soft.soft_kmeans(X, init, 3, 5.0, keep_assignments=False)
+    assert lean.assignments is None
+    np.testing.assert_array_equal(lean.centers, chunked.centers)
+    np.testing.assert_array_equal(lean.labels, chunked.labels)
+    monkeypatch.setattr(soft, "MAX_KEPT_BYTES", 8 * 3 * 500 * 4 - 1)
+    with pytest.raises(ValueError, match="keep_assignments=False"):
+        soft.soft_kmeans(X, init, 3, 5.0)

@@ -4,27 +4,31 @@ import json
 import os
 import sys
 
-from . import _feedback
 from .catalog import EXERCISES
 from .runner import RESULT_MARK, SECRET_VARIABLE, run_check
 
+#: Top-level packages whose functions the checks call, directly or through the library: a solution that
+#: rebinds one (``numpy.isclose``, ``kmt_ref.lloyd``, ``builtins.abs``) changes what a check compares.
+WATCHED = ("kmt_ref", "numpy", "scipy", "autograd", "math", "builtins", "operator", "functools")
 
-def _checker_state(exercise):
-    """The checker's functions, by module and name: what a solution could rebind to pass."""
-    modules = {m.__name__: m for m in (sys.modules[__name__], _feedback, sys.modules[exercise.check.__module__])}
-    return {(name, attr): value for name, m in modules.items() for attr, value in vars(m).items() if callable(value)}
+
+def _checker_state():
+    """The functions of the checker and of every watched module loaded so far, by module and name."""
+    modules = [m for name, m in list(sys.modules.items()) if m is not None and name.split(".")[0] in WATCHED]
+    return {(m.__name__, attr): value for m in modules for attr, value in list(vars(m).items()) if callable(value)}
 
 
 def main(stem, directory):
     """Check exercise ``stem`` in ``directory`` and print its result on one marked line, then exit."""
     secret = os.environ.pop(SECRET_VARIABLE, "")  # read before the reader's code runs, and removed
     (exercise,) = [ex for ex in EXERCISES if ex.stem == stem]
-    before = _checker_state(exercise)
+    before = _checker_state()
     result = run_check(exercise, directory)
     passed, message = result.passed, result.message
-    after = _checker_state(exercise)
-    changed = sorted(f"{module}.{attr}" for key in before.keys() | after.keys()
-                     if before.get(key) is not after.get(key) for module, attr in [key])
+    after = _checker_state()
+    # Only what existed before: modules the check imports later add functions, and that is no change.
+    changed = sorted(f"{module}.{attr}" for (module, attr), value in before.items()
+                     if after.get((module, attr)) is not value)
     if changed:
         replaced = ", ".join(changed[:5])
         passed, message = False, f"your code replaced parts of the checker ({replaced}): nothing was checked"

@@ -200,6 +200,67 @@ def _limits():
     resource.setrlimit(resource.RLIMIT_AS, (MAX_MEMORY_BYTES, MAX_MEMORY_BYTES))
 
 
+#: ``prctl`` option: orphaned descendants are re-parented to this process instead of to init (Linux).
+_PR_SET_CHILD_SUBREAPER = 36
+#: Seconds between two looks of the guardian at the checker (see :func:`_guardian`).
+GUARD_INTERVAL = 0.05
+#: The guardian: while its standard input stays open, it resumes the checker whenever it finds it stopped.
+_GUARDIAN = f"""
+import os, select, signal, sys
+pid = int(sys.argv[1])
+while not select.select([sys.stdin], [], [], {GUARD_INTERVAL})[0]:
+    try:
+        with open(f"/proc/{{pid}}/stat") as f:
+            stopped = f.read().rsplit(")", 1)[1].split()[0] in "tT"
+        if stopped:
+            os.kill(pid, signal.SIGCONT)
+    except (OSError, IndexError):
+        break
+"""
+
+
+def _subreaper(on):
+    """Make this process the one that adopts its orphaned descendants (``on``) or stop; whether it could."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children():
+    """The pids of this process's children, from ``/proc`` (empty where there is none)."""
+    me, found = str(os.getpid()), set()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, IndexError):
+                    with open(f"/proc/{entry.name}/stat") as f:
+                        if f.read().rsplit(")", 1)[1].split()[1] == me:
+                            found.add(int(entry.name))
+    return found
+
+
+def _kill_adopted(before, rounds=100):
+    """Kill and reap every child of this process not in ``before``: the descendants a checked solution left
+    behind (a double-forked daemon in its own session too), adopted here as their subreaper. Each round kills
+    the adopted ones, whose own children are then adopted in turn."""
+    import signal
+
+    for _ in range(rounds):
+        adopted = _children() - before
+        if not adopted:
+            return
+        for pid in adopted:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
 def _parse_result(line, secret):
     """The child's result line as ``(passed, message)``, or ``None`` when it is not a valid one."""
     try:
@@ -219,7 +280,9 @@ def run_check_isolated(exercise, directory, timeout=120.0):
     its own exercise, with the reason, and the other exercises are still
     checked (the command line runs every exercise this way). The process runs
     in its own process group, killed whole at the time limit (a forked
-    grandchild too); its output goes to a file capped at
+    grandchild too); on Linux the checker adopts what the solution leaves
+    behind (a double-forked daemon in its own session) and kills it, and a
+    guardian process resumes the checker if the solution stops it; its output goes to a file capped at
     :data:`MAX_OUTPUT_BYTES` and is decoded with replacement characters; its
     result counts only with this run's secret; and the checker's own files
     are compared before and after it, and restored if it changed them.
@@ -236,6 +299,11 @@ def run_check_isolated(exercise, directory, timeout=120.0):
     env = dict(os.environ, **{SECRET_VARIABLE: secret})
     checker = _checker_files()
     posix = os.name == "posix"
+    adopting = posix and os.path.isdir("/proc") and _subreaper(True)
+    before = _children() if adopting else set()
+    # A solution may stop its parent (SIGSTOP, which no process can catch): a guardian resumes it.
+    guardian = subprocess.Popen([sys.executable, "-c", _GUARDIAN, str(os.getpid())], stdin=subprocess.PIPE,
+                                start_new_session=True) if adopting else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         child = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
                                  start_new_session=posix, preexec_fn=_limits if posix else None)
@@ -250,6 +318,12 @@ def run_check_isolated(exercise, directory, timeout=120.0):
                     os.killpg(child.pid, signal.SIGKILL)  # the whole group: forked grandchildren too
             child.kill()
             child.wait()
+            if adopting:
+                _kill_adopted(before | ({guardian.pid} if guardian else set()))
+                _subreaper(False)
+            if guardian is not None:
+                guardian.stdin.close()
+                guardian.wait()
         out.seek(max(0, out.seek(0, os.SEEK_END) - 2**20))
         stdout = out.read().decode("utf-8", errors="replace")
         err.seek(max(0, err.seek(0, os.SEEK_END) - 2**16))

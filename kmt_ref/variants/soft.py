@@ -62,11 +62,11 @@ use :func:`~kmt_ref.classical.lloyd`).
 
 import numpy as np
 
-from .._validation import check_positive, check_problem
+from .._validation import check_bool, check_positive, check_problem
 from ..attention import softmax
 from ..classical import _lloyd
-from ..geometry import center_distances
-from ..layer import KMeansTransformer
+from ..geometry import CHUNK_ELEMENTS, center_distances
+from ..layer import MAX_KEPT_BYTES, KMeansTransformer
 from ..lloyd_transformer import lloyd_transformer
 from ..trajectory import iterate
 from .registry import EXACT_TOL, Variant, register_variant
@@ -85,7 +85,7 @@ def responsibilities(X, C, beta):
     return softmax(-beta * center_distances(X, C))
 
 
-def soft_kmeans(X, init, n_iter, beta):
+def soft_kmeans(X, init, n_iter, beta, keep_assignments=True):
     """MacKay's soft k-means with stiffness ``beta``, exactly ``n_iter`` iterations.
 
     Each iteration computes the responsibilities
@@ -108,6 +108,12 @@ def soft_kmeans(X, init, n_iter, beta):
         Number of iterations, ``>= 0``.
     beta : float
         Stiffness (inverse temperature), positive and finite.
+    keep_assignments : bool
+        Keep every iteration's responsibilities (``False``: ``assignments``
+        is ``None``); they take ``8 n_iter n k`` bytes, and above
+        ``MAX_KEPT_BYTES`` (2 GiB) keeping them is refused with a
+        ``ValueError`` that says so. Each iteration computes them a chunk of
+        points at a time, so without them the run holds O(chunk) of them.
 
     Returns
     -------
@@ -115,24 +121,41 @@ def soft_kmeans(X, init, n_iter, beta):
         ``centers`` (n_iter + 1, k, d); ``labels`` (n_iter, n), the arg-max
         of each responsibility row (lowest index at ties);
         ``assignments`` (n_iter, n, k), the responsibilities ``R`` computed
-        against ``centers[t]``.
+        against ``centers[t]``, or None.
     """
     X, C, n_iter = check_problem(X, init, n_iter, "n_iter")
     beta = check_positive(beta, "beta")
-    return _soft_kmeans(X, C, n_iter, beta)
+    keep = check_bool(keep_assignments, "keep_assignments")
+    kept = 8 * n_iter * X.shape[0] * C.shape[0]
+    if keep and kept > MAX_KEPT_BYTES:
+        raise ValueError(f"keeping every iteration's responsibilities would take {kept / 2**30:.1f} GiB (8 n_iter n k "
+                         f"bytes, more than {MAX_KEPT_BYTES / 2**30:g} GiB): pass keep_assignments=False, which "
+                         "keeps the labels")
+    return _soft_kmeans(X, C, n_iter, beta, keep)
 
 
-def _soft_kmeans(X, C, n_iter, beta):
-    """Trusted kernel of :func:`soft_kmeans`."""
+def _soft_kmeans(X, C, n_iter, beta, keep=True):
+    """Trusted kernel of :func:`soft_kmeans`: the responsibilities a chunk of ``CHUNK_ELEMENTS`` at a time
+    (one chunk, the whole of them, up to that size)."""
+    n, k = X.shape[0], C.shape[0]
+    rows = max(1, CHUNK_ELEMENTS // k)
 
     def step(C, t):
-        R = responsibilities(X, C, beta)
-        mass = R.sum(axis=0)  # (k,) total responsibility of each center
-        new = (R.T @ X) / np.where(mass > 0, mass, 1.0)[:, None]
+        R_all = np.empty((n, k)) if keep else None
+        labels = np.empty(n, dtype=np.intp)
+        mass, weighted = 0.0, 0.0  # (k,) total responsibility of each center, (k, d) weighted sums
+        for a in range(0, n, rows):
+            R = responsibilities(X[a : a + rows], C, beta)
+            mass = mass + R.sum(axis=0)
+            weighted = weighted + R.T @ X[a : a + rows]
+            labels[a : a + rows] = np.argmax(R, axis=1)
+            if keep:
+                R_all[a : a + rows] = R
+        new = weighted / np.where(mass > 0, mass, 1.0)[:, None]
         new[mass == 0] = X.mean(axis=0)
-        return new, np.argmax(R, axis=1), R
+        return (new, labels, R_all) if keep else (new, labels)
 
-    return iterate(step, X, C, n_iter, keep_assignments=True)
+    return iterate(step, X, C, n_iter, keep_assignments=keep)
 
 
 def soft_kmeans_transformer(d, k, beta):
