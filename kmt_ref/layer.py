@@ -47,12 +47,11 @@ from ._validation import (
 )
 from .attention import NORMALIZERS
 from .engine import Engine
-from .geometry import ASSIGN_ELEMENTS, closest_distinct_pair, nearest_center
-from .kernels.plain import FEW_KEYS, max_members
+from .readout import check_resolution, column_stats, labels_of, nearest_of_finite
 from .tokens import TokenLayout
 from .trajectory import Trajectory, iterate
 
-__all__ = ["BLOCK_NAMES", "transformer_layer", "KMeansTransformer", "check_resolution"]
+__all__ = ["BLOCK_NAMES", "transformer_layer", "KMeansTransformer"]
 
 #: Largest assignment record a run keeps (bytes); see ``KMeansTransformer.run(keep_assignments=...)``.
 MAX_KEPT_BYTES = 2**31
@@ -119,84 +118,6 @@ def _write_order(own, keys, cross, reset):
     return keys, cross, own, reset
 
 
-def _column_stats(X, width=64):
-    """The lower median, the minimum and the maximum of every coordinate of ``X`` (..., n, d), each (..., d).
-
-    ``width`` columns at a time (a sorted copy of all of ``X`` would double the run's memory), each
-    transposed into contiguous rows a cache-sized block at a time: one strided column at a time would
-    read all of ``X`` once per column.
-    """
-    n = X.shape[-2]
-    m = (n - 1) // 2
-    rows = max(1, ASSIGN_ELEMENTS // width)
-    stats = []
-    for j in range(0, X.shape[-1], width):
-        block = X[..., j : j + width]
-        cols = np.empty(X.shape[:-2] + (block.shape[-1], n))
-        for a in range(0, n, rows):
-            cols[..., a : a + rows] = np.swapaxes(block[..., a : a + rows, :], -1, -2)
-        low, high = np.min(cols, axis=-1), np.max(cols, axis=-1)
-        cols.partition(m, axis=-1)
-        stats.append((cols[..., m], low, high))
-    return tuple(np.concatenate(parts, axis=-1) for parts in zip(*stats, strict=True))
-
-
-def _nearest_of_finite(X, C):
-    """The nearest center of every point of the tasks whose centers are finite, 0 for a task that diverged
-    (a run with ``diverged="return"`` reports it instead of refusing it)."""
-    finite = np.all(np.isfinite(C), axis=(-2, -1))
-    if np.all(finite):
-        return nearest_center(X, C)
-    labels = np.zeros(X.shape[:-1], dtype=np.intp)
-    if X.ndim == 3 and np.any(finite):
-        labels[finite] = nearest_center(X[finite], C[finite])
-    return labels
-
-
-def _labels(Y):
-    """The arg-max of every row of an assignment block ``Y`` (..., n, k) and whether all of it is finite.
-
-    A cache-sized chunk of rows at a time: NumPy's arg-max of a block of wider tokens is several times
-    slower in one call; up to ``FEW_KEYS`` centers, a chunk transposed for ``max_members``.
-    """
-    labels = np.empty(Y.shape[:-1], dtype=np.intp)
-    finite = True
-    rows = max(1, ASSIGN_ELEMENTS // Y.shape[-1])
-    for a in range(0, Y.shape[-2], rows):
-        part = Y[..., a : a + rows, :]
-        if Y.shape[-1] > FEW_KEYS:
-            labels[..., a : a + rows] = np.argmax(part, axis=-1)
-            finite = finite and bool(np.isfinite(part).all())
-            continue
-        t = np.ascontiguousarray(np.swapaxes(part, -1, -2))  # one center per row
-        finite = finite and bool(np.isfinite(np.min(t)) and np.isfinite(np.max(t)))
-        first, count = max_members(t)
-        labels[..., a : a + rows] = first
-        if not finite:  # a row with a nan: its first nan, as np.argmax says
-            nan = count == 0
-            labels[..., a : a + rows][nan] = np.argmax(part[nan], axis=-1)
-    return labels, finite
-
-
-def check_resolution(model, X, origin=0.0):
-    """Warn when two distinct points of a task (``X`` as the run measures it, from ``origin``) are closer than
-    ``model.resolution`` says its point self-attention can tell apart (no resolution: nothing to check)."""
-    if model.resolution is None:
-        return
-    origin = np.broadcast_to(origin, X.shape[:-2] + (1, X.shape[-1]))
-    tasks = [("", X, origin)] if X.ndim == 2 else [(f" of task {b}", X[b], origin[b]) for b in range(len(X))]
-    for where, Xb, ob in tasks:
-        pair, limit = closest_distinct_pair(Xb), model.resolution(Xb)
-        if pair is not None and pair[2] < limit:
-            i, l, sq = pair
-            warnings.warn(f"{model.name}: the points {i} and {l}{where} ({(Xb[i] + ob[0]).tolist()} and "
-                          f"{(Xb[l] + ob[0]).tolist()}) are distinct, but their squared distance {sq:.3g} is below "
-                          f"{limit:.3g}, what the point self-attention (SAX) can resolve: where they are assigned to "
-                          "different centers it resets each with the other's assignment, and the run need not equal "
-                          "its classical algorithm", stacklevel=3)
-            return
-
-
 class KMeansTransformer:
     """A weight-tied k-means transformer.
 
@@ -235,7 +156,7 @@ class KMeansTransformer:
         ``resolution(X) -> float``: the squared distance below which the
         model's point self-attention cannot tell two distinct points apart
         (``X`` (n, d) as the run measures it, after its shift). Every run
-        checks it before the first layer (:func:`check_resolution`) and warns,
+        checks it before the first layer (:func:`~kmt_ref.readout.check_resolution`) and warns,
         naming the two closest distinct points, when they are closer.
 
     Attributes
@@ -393,7 +314,7 @@ class KMeansTransformer:
         origin = 0.0
         if self.translation_invariant:
             # The lower median is a data value: integer data stay integers, exact ties stay exact.
-            origin, lo, hi = _column_stats(X)
+            origin, lo, hi = column_stats(X)
             # Only where the shift is exact (Sterbenz: x - o is exact for o/2 <= x <= 2o), so that it moves
             # no decision: elsewhere the coordinate reaches zero and needs no shift for precision.
             lo = np.minimum(lo, np.min(C, axis=-2))
@@ -478,9 +399,9 @@ class KMeansTransformer:
                 P, Q = self._embed(X, C)
             P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng, engine=engine, overwrite=True)
             if not has_y:
-                return layout.read(Q, "x"), _nearest_of_finite(X, C)
+                return layout.read(Q, "x"), nearest_of_finite(X, C)
             Y = layout.read(P, "y")
-            labels, finite = _labels(Y)
+            labels, finite = labels_of(Y)
             if first_bad is None and not finite:
                 first_bad = t
             return layout.read(Q, "x"), labels, Y
