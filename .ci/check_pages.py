@@ -29,6 +29,9 @@ the DOM. Checks, each failing with a message that says what and where:
    its overflow with content wider than itself (cut off), or a word or number
    of a table cell broken across two lines. Screenshots of every
    page are saved to the artifacts folder.
+4. Text: no MyST role left raw (``{glue:text}`` inside a code span), no TeX
+   whose ``\\n`` an escape turned into a line break, no "1 seconds", no
+   paragraph all in bold.
 The PDF is printed and checked by .ci/print_book.py.
 """
 
@@ -139,6 +142,37 @@ def static_check(html_dir):
     for css in sorted((html_dir / "_static").rglob("*.css")):
         for m in CSS_REMOTE.finditer(css.read_text(encoding="utf-8", errors="replace")):
             problems.append(f"{css.relative_to(html_dir)}: remote import near {m.group(0)!r}")
+    return problems
+
+
+#: A MyST role left as text (in prose or inside a code span, where MyST does not expand it).
+RAW_ROLE = re.compile(r"\{(glue(:\w+)?|doc|ref|numref|eq|term|download|cite(:\w+)?|prf:ref)\}")
+#: A TeX command whose backslash-n became a line break on its way into the source (``\\neq`` as "eq").
+EATEN_TEX = re.compile(r"\n(eq|abla|otin|ewline|eg|u|ot)\b")
+#: A count of one with a plural noun ("in 1 seconds"), as a formatted number produces it.
+ONE_PLURAL = re.compile(r"(?<![\d.,])1 (seconds|minutes|hours|steps|layers|points|tasks|seeds|cells|runs)\b")
+#: A paragraph in bold from end to end: emphasis that lost its own end (or a generated text that never had one).
+BOLD_PARAGRAPH = re.compile(r"<p>\s*<strong>((?:(?!</?strong>|</p>).)*)</strong>\s*</p>", re.S)
+
+
+def source_check(html_dir):
+    """Problems of the text a reader sees: MyST roles left raw, TeX mangled by an escape, "1 seconds", a
+    paragraph all in bold. In the built pages, and for the mangled TeX in the pages' sources."""
+    problems = []
+    for page in sorted(html_dir.glob("*.html")):
+        text = html.unescape(page.read_text(encoding="utf-8", errors="replace"))
+        visible = _strip_tags(text)
+        for pattern, what in ((RAW_ROLE, "a MyST role left raw"), (ONE_PLURAL, "a plural after 1")):
+            for m in pattern.finditer(visible):
+                problems.append(f"{page.name}: {what}: ...{visible[max(0, m.start() - 50):m.end() + 20]!r}")
+        for m in BOLD_PARAGRAPH.finditer(text):
+            if len(_strip_tags(m.group(1))) > 60:  # a title in bold ("Proof of Theorem 2.1.") is no paragraph
+                problems.append(f"{page.name}: a paragraph all in bold: {_strip_tags(m.group(1))[:80]!r}")
+        source = html_dir / "_sources" / page.with_suffix(".md").name
+        if source.is_file():
+            for m in re.finditer(r"\$[^$]*\$", source.read_text(encoding="utf-8")):
+                if EATEN_TEX.search(m.group(0)):
+                    problems.append(f"{source.name}: TeX with a backslash-n eaten by an escape: {m.group(0)!r}")
     return problems
 
 
@@ -292,6 +326,7 @@ def main(argv=None):
     problems = static_check(args.html_dir)
     print(f"static check: {len(list(args.html_dir.rglob('*.html')))} HTML pages scanned for remote resources")
     problems += figure_check(args.html_dir)
+    problems += source_check(args.html_dir)
     binary = chromium_binary()
     server, base_url = serve(args.html_dir)
     try:
