@@ -66,7 +66,8 @@ def _main(argv=None):
         "reproduce", help="re-run an experiment of the book (results go to ./kmt_ref_results), or --report it",
         description="experiments:\n" + "\n".join(f"  {k:<15} {e.describe()}" for k, e in EXPERIMENTS.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("experiment", choices=list(EXPERIMENTS), help="one of the experiments listed above")
+    p.add_argument("experiment", choices=list(EXPERIMENTS), metavar="EXPERIMENT",
+                   help="one of the experiments listed above")
     p.add_argument("options", nargs=argparse.REMAINDER, help="experiment options (see: reproduce NAME -h)")
     p = sub.add_parser("train", help="train or resume one learning model, checkpointing as it goes")
     p.add_argument("options", nargs=argparse.REMAINDER, help="see: train -h")

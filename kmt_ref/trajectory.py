@@ -50,6 +50,16 @@ class Trajectory:
         """Number of iterations (layers) recorded."""
         return self.centers.shape[0] - 1
 
+    def __repr__(self):
+        """A summary: the shapes and the last centers when they are few, never the whole arrays."""
+        shapes = ", ".join(f"{name}={'None' if a is None else 'array' + str(a.shape)}"
+                           for name, a in (("centers", self.centers), ("labels", self.labels),
+                                           ("assignments", self.assignments)))
+        last = ""
+        if self.centers[-1].size <= 12:
+            last = ", last centers " + np.array2string(self.centers[-1], precision=4, separator=", ").replace("\n", "")
+        return f"Trajectory(n_iter={self.n_iter}, {shapes}{last})"
+
     def split_fraction(self, tol=1e-3):
         """Fraction of points whose assignment after each layer is not one-hot to ``tol``.
 

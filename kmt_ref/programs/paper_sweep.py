@@ -48,7 +48,7 @@ from .jobs import Job, cluster, finished, job_seconds, keep_result, run_jobs
 
 __all__ = ["PAPER_GRID", "HEATMAPS", "authors_task", "cell_losses", "cell_job", "cell_jobs", "keep_cells",
            "run_paper_sweep", "load_authors", "load_paper_sweep", "summarize", "compare", "coverage", "heatmap_grids",
-           "heatmaps", "reproduce"]
+           "heatmaps", "reproduce", "fixed"]
 
 #: The authors' grid.
 PAPER_GRID = dict(
@@ -344,6 +344,12 @@ def coverage(result):
     return {n: (count, per_n) for n, count in run.items()}
 
 
+def fixed(value, digits):
+    """``value`` to ``digits`` decimals, with no minus sign on a zero (a tiny negative median prints ``0.0000``,
+    not ``-0.0000``)."""
+    return f"{round(float(value), digits) + 0.0:.{digits}f}"
+
+
 def load_paper_sweep(path=COMMITTED_PATH):
     """The committed (or another) paper-sweep result."""
     return read_json(path)
@@ -427,13 +433,13 @@ def reproduce(argv=()):
     for gamma, r in report.items():
         for who in ("ours", "authors"):
             s = r[who]
-            print(f"{gamma:>6} {who:<8}{s['n_cells']:>7}{s['mean']:>8.3f}{s['median']:>9.4f}"
+            print(f"{gamma:>6} {who:<8}{s['n_cells']:>7}{fixed(s['mean'], 3):>8}{fixed(s['median'], 4):>9}"
                   f"{s['frac_within_1e-3']:>8.1%}{s['frac_negative']:>7.1%}")
     print("Cell by cell, ours minus the authors' (our tasks are our own draws: they agree in law, not number by "
           "number):")
     print(f"{'gamma':>6} {'cells':>7}{'mean':>9}{'mean abs':>10}{'largest':>9}{'opposite signs':>16}")
     for gamma, r in report.items():
         c = r["cells"]
-        print(f"{gamma:>6} {c['cells']:>7}{c['mean_difference']:>9.3f}{c['mean_abs_difference']:>10.3f}"
+        print(f"{gamma:>6} {c['cells']:>7}{fixed(c['mean_difference'], 3):>9}{c['mean_abs_difference']:>10.3f}"
               f"{c['max_abs_difference']:>9.3f}{c['frac_opposite_signs']:>16.1%}")
     return 0
