@@ -172,8 +172,11 @@ def point_frame(X, origin):
 class PointFrame(NamedTuple):
     """Points measured from an origin (:func:`point_frame`)."""
 
+    #: The origin, shape (..., 1, d).
     origin: np.ndarray
+    #: ``X - origin``, shape (..., n, d).
     points: np.ndarray
+    #: The row norms of ``points``, shape (..., n).
     norms: np.ndarray
 
 

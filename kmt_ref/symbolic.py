@@ -1,0 +1,329 @@
+"""The constructions' lemmas proved by computer algebra, on the weight matrices the library builds.
+
+The tests and ``verify`` check the constructions on samples; the book proves
+them on paper. This module connects the two: it reads a model's weight
+matrices (no second copy of them), turns them into exact SymPy rationals
+(a float64 entry is a binary fraction, so this is its exact value), and
+evaluates each block's scores, weights and values on tokens whose
+coordinates are *symbols*. Each lemma is then an identity that SymPy reduces
+to zero for every input, at the given sizes: a changed sign or entry in a
+weight matrix leaves a non-zero residual, which the failure names.
+
+SymPy is an optional dependency (``pip install "kmt-ref[test]"``, also in
+``[book]`` and ``[all]``): ``import kmt_ref`` never imports this module.
+
+What is proved, for a model of dimension ``d`` and ``k`` centers on ``n``
+symbolic points (:func:`prove`):
+
+* CAX's score of point ``i`` for center ``j`` is ``-||x_i - c_j||^2`` plus a
+  term that does not depend on ``j`` (whatever the point's assignment block
+  holds), and its value on center ``j`` is the id ``e_j`` in the assignment
+  block (:func:`cax_lemma`);
+* SAX's value on point ``l`` is ``-y_l`` in the assignment block, and, when
+  SAX is an attention, its score of ``l`` for ``i`` is ``-||x_i - x_l||^2``
+  plus a term constant in ``l``: maximal exactly at ``l = i`` for distinct
+  points (:func:`sax_lemma`);
+* CAC writes, for every one-hot assignment of the ``n`` points, the mean of
+  each cluster's members (the mean of all points for an empty cluster), and
+  SAC writes ``-c_j`` (:func:`center_lemmas`);
+* the layer's residual sums map ``[X | Y_t], [C_t | I]`` to
+  ``[X | Y_{t+1}], [C_{t+1} | I]`` for every assignment pattern, ``Y_t``
+  arbitrary: the induction step of Theorems 2.1 and 2.2 (:func:`layer_lemma`);
+* Theorem 2.2's FFN writes ``||c||^2`` into the cleared norm slot, through
+  ``relu(t)^2 + relu(-t)^2 = t^2`` (:func:`ffn_lemma`).
+
+The hardmax's arg-max is not an algebraic operation; the lemmas state what it
+is given (the nearest center, the point itself), which the score lemmas prove.
+"""
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+__all__ = ["Identity", "SymbolicCheckError", "exact", "symbolic_tokens", "block_scores", "block_values",
+           "cax_lemma", "sax_lemma", "center_lemmas", "layer_lemma", "ffn_lemma", "prove"]
+
+
+class SymbolicCheckError(AssertionError):
+    """A lemma that does not hold for the model's weights; the message names the residual term."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A proved identity: ``statement`` in words, ``lhs == rhs`` as SymPy expressions, at ``size``."""
+
+    statement: str
+    lhs: object
+    rhs: object
+    size: str
+
+    def latex(self):
+        """The identity typeset, for the book."""
+        return f"{sp.latex(self.lhs)} = {sp.latex(self.rhs)}"
+
+    def _repr_markdown_(self):
+        """How a notebook (a book page) shows it: what was proved, at which size, and the identity typeset."""
+        return (f"Proved by SymPy for every input ({self.size}), on the model's own weights: "
+                f"{self.statement}.\n\n$$\n{self.latex()}\n$$\n")
+
+
+def exact(W):
+    """The matrix ``W`` as a SymPy matrix of exact rationals (each float64 entry's exact value).
+
+    Raises ``ValueError`` for a non-finite entry, which no exact number represents.
+    """
+    W = np.asarray(W, dtype=float)
+    if not np.all(np.isfinite(W)):
+        raise ValueError(f"a weight matrix must be finite to be made exact; got a nan or inf in W of shape {W.shape}")
+    return sp.Matrix(W.shape[0], W.shape[1], [sp.Rational(float(v)) for v in W.ravel()])
+
+
+def _without_relu(expr):
+    """``expr`` with every ``relu(u) = max(0, u)`` written ``(u + |u|) / 2``: then ``|u|^2`` is ``u^2`` for real
+    ``u``, and a sum of rectified squares expands to a polynomial."""
+    def relu(m):
+        (u,) = [a for a in m.args if a != 0]
+        return (u + sp.Abs(u)) / 2
+
+    return expr.replace(lambda e: isinstance(e, sp.Max) and len(e.args) == 2 and 0 in e.args, relu)
+
+
+def _require(residual, statement):
+    """Raise :class:`SymbolicCheckError` unless every entry of ``residual`` simplifies to zero."""
+    entries = residual if isinstance(residual, sp.MatrixBase) else sp.Matrix([residual])
+    for index, term in enumerate(entries):
+        term = sp.simplify(sp.expand(_without_relu(term)))
+        if term != 0:
+            row, col = divmod(index, entries.shape[1])
+            raise SymbolicCheckError(f"{statement}: the residual at ({row}, {col}) is {term}, not 0")
+
+
+def symbolic_tokens(layout, n, assignments=None):
+    """Point tokens ``P`` (n x D) and center tokens ``Q`` (k x D) with symbolic coordinates.
+
+    Points ``x_i`` and centers ``c_j`` are real symbols; the assignment block of
+    point ``i`` is the symbols ``y_i`` or, given ``assignments`` (a label per
+    point, ``-1`` for all zeros), that one-hot row; centers carry their ids
+    ``e_j``; a ``sqnorm`` block holds the exact squared norm, a ``one`` block 1.
+    Returns ``(P, Q, X, Y, C)`` with ``X`` (n x d), ``Y`` (n x k), ``C`` (k x d).
+    """
+    d, k = layout.d, layout.k
+    X = sp.Matrix(n, d, lambda i, a: sp.Symbol(f"x_{i + 1}{a + 1}", real=True))
+    C = sp.Matrix(k, d, lambda j, a: sp.Symbol(f"c_{j + 1}{a + 1}", real=True))
+    if assignments is None:
+        Y = sp.Matrix(n, k, lambda i, j: sp.Symbol(f"y_{i + 1}{j + 1}", real=True))
+    else:
+        Y = sp.Matrix(n, k, lambda i, j: sp.Integer(int(assignments[i] == j)))
+    return _tokens(layout, X, Y), _tokens(layout, C, sp.eye(k)), X, Y, C
+
+
+def _tokens(layout, Z, ids):
+    """Tokens of the layout holding the rows of ``Z`` and, in the ``y`` block, the rows of ``ids``."""
+    T = sp.zeros(Z.shape[0], layout.width)
+    for name, part in layout.slices.items():
+        for r in range(Z.shape[0]):
+            if name == "x":
+                block = Z[r, :]
+            elif name == "y":
+                block = ids[r, :]
+            elif name == "sqnorm":
+                block = sp.Matrix([[sum(v**2 for v in Z[r, :])]])
+            else:  # "one"
+                block = sp.Matrix([[1]])
+            T[r, part.start : part.stop] = block
+    return T
+
+
+def block_scores(block, Zq, Zk):
+    """The block's scores (m x r) on symbolic tokens, from its exact weights (``gamma`` not applied)."""
+    queries, keys = Zq * exact(block.Wq).T, Zk * exact(block.Wk).T
+    if block.score == "dot":
+        return queries * keys.T
+    return sp.Matrix(queries.shape[0], keys.shape[0],
+                     lambda a, b: -sum((queries[a, c] - keys[b, c]) ** 2 for c in range(queries.shape[1])))
+
+
+def block_values(block, Zk):
+    """The block's values (r x D) on symbolic tokens, from its exact ``Wv``."""
+    return Zk * exact(block.Wv).T
+
+
+def _sq(u, v):
+    return sum((a - b) ** 2 for a, b in zip(u, v, strict=True))
+
+
+def _write(layout, rows, name, block):
+    """Tokens (rows x D) holding ``block`` in the layout's block ``name`` and zeros elsewhere."""
+    T = sp.zeros(rows, layout.width)
+    part = layout.slices[name]
+    T[:, part.start : part.stop] = block
+    return T
+
+
+def cax_lemma(model, n=2):
+    """CAX's score is ``-||x_i - c_j||^2`` plus a term constant in ``j``; its value on center ``j`` is ``e_j``."""
+    layout, block = model.layout, model.blocks["CAX"]
+    P, Q, X, _, C = symbolic_tokens(layout, n)
+    S = block_scores(block, P, Q)
+    for i in range(n):
+        for j in range(1, layout.k):
+            _require(S[i, j] + _sq(X[i, :], C[j, :]) - S[i, 0] - _sq(X[i, :], C[0, :]),
+                     f"CAX: score + ||x_{i + 1} - c_{j + 1}||^2 is not the same for every center")
+    _require(block_values(block, Q) - _write(layout, layout.k, "y", sp.eye(layout.k)),
+             "CAX: the value of center j is not its id e_j in the assignment block")
+    return Identity("CAX's score s_12 of center 2 for point 1, plus ||x_1 - c_2||^2: the same for every center",
+                    sp.Add(sp.Symbol("s_{12}"), _sq(X[0, :], C[1, :]), evaluate=False),
+                    sp.factor(sp.expand(S[0, 0] + _sq(X[0, :], C[0, :]))), _size(layout, n))
+
+
+def sax_lemma(model, n=3):
+    """SAX's value on point ``l`` is ``-y_l``; an attention SAX's score is ``-||x_i - x_l||^2`` plus a term
+    constant in ``l``."""
+    layout, block = model.layout, model.blocks["SAX"]
+    P, _, X, Y, _ = symbolic_tokens(layout, n)
+    _require(block_values(block, P) + _write(layout, n, "y", Y),
+             "SAX: the value of point l is not -y_l in the assignment block")
+    if block.normalizer == "identity":
+        return Identity("SAX value of point 1 (identity attention: each point reads itself)",
+                        block_values(block, P)[0, layout.slices["y"]], -Y[0, :], _size(layout, n))
+    S = block_scores(block, P, P)
+    for i in range(n):
+        for l in range(n):
+            _require(S[i, l] + _sq(X[i, :], X[l, :]) - S[i, i],
+                     f"SAX: score + ||x_{i + 1} - x_{l + 1}||^2 is not the same for every point")
+    return Identity("SAX's score s_12 of point 2 for point 1, plus ||x_1 - x_2||^2: the same for every point, "
+                    "so the score is largest at the point itself",
+                    sp.Add(sp.Symbol("s_{12}"), _sq(X[0, :], X[1, :]), evaluate=False), sp.factor(sp.expand(S[0, 0])),
+                    _size(layout, n))
+
+
+def _attend(block, Zq, Zk, name):
+    """The block ``name``'s output on tokens whose scores compare ids with one-hot rows, at gamma = inf: the
+    scores must be exact numbers (a score that reads a coordinate fails the lemma, naming it)."""
+    values = block_values(block, Zk)
+    if block.normalizer == "identity":
+        return values
+    S = block_scores(block, Zq, Zk)
+    for (a, b), s in np.ndenumerate(np.array(S.tolist(), dtype=object)):
+        if not sp.sympify(s).is_number:
+            raise SymbolicCheckError(f"{name}: its score ({a}, {b}) is {sp.expand(s)}, which reads coordinates, "
+                                     "not the ids alone")
+    if block.normalizer == "linear":
+        rows = []
+        for a in range(S.shape[0]):
+            total = sum(S[a, :])
+            rows.append([S[a, b] / total if total != 0 else sp.Rational(1, S.shape[1]) for b in range(S.shape[1])])
+        return sp.Matrix(rows) * values
+    if block.normalizer != "hardmax":
+        raise ValueError(f"the lemmas cover gamma = inf (hardmax, linear, identity); got {block.normalizer!r}")
+    weights = sp.zeros(*S.shape)
+    for a in range(S.shape[0]):
+        top = max(S[a, :])
+        members = [b for b in range(S.shape[1]) if S[a, b] == top]
+        for b in members:
+            weights[a, b] = sp.Rational(1, len(members))
+    return weights * values
+
+
+def _shown(k, n):
+    """The assignment pattern an identity shows: the first point in cluster 1, the others in cluster 2."""
+    return tuple(min(i, 1, k - 1) for i in range(n))
+
+
+def _means(X, labels, k):
+    """The mean of each cluster's members (of all points for an empty cluster), as a k x d matrix."""
+    rows = []
+    for j in range(k):
+        members = [i for i, a in enumerate(labels) if a == j] or list(range(len(labels)))
+        rows.append([sum(X[i, c] for i in members) / len(members) for c in range(X.shape[1])])
+    return sp.Matrix(rows)
+
+
+def center_lemmas(model, n=3):
+    """For every one-hot assignment of ``n`` points, CAC writes each cluster's mean and SAC writes ``-c_j``."""
+    layout = model.layout
+    for labels in itertools.product(range(layout.k), repeat=n):
+        P, Q, X, _, C = symbolic_tokens(layout, n, labels)
+        _require(_attend(model.blocks["CAC"], Q, P, "CAC") - _write(layout, layout.k, "x", _means(X, labels, layout.k)),
+                 f"CAC: the centers are not their clusters' means for the assignment {labels}")
+        reset = _attend(model.blocks["SAC"], Q, Q, "SAC")
+        _require(reset[:, layout.slices["x"]] + C, "SAC: center j does not subtract c_j")
+    labels = _shown(layout.k, n)
+    P, Q, X, _, C = symbolic_tokens(layout, n, labels)
+    return Identity(f"every assignment of the points to the centers; shown, {[a + 1 for a in labels]}: CAC's write "
+                    "(left) is the clusters' means, and SAC's is -C", sp.Matrix.hstack(
+                        _attend(model.blocks["CAC"], Q, P, "CAC")[:, layout.slices["x"]],
+                        _attend(model.blocks["SAC"], Q, Q, "SAC")[:, layout.slices["x"]]),
+                    sp.Matrix.hstack(_means(X, labels, layout.k), -C), _size(layout, n))
+
+
+def layer_lemma(model, n=3):
+    """The residual sums of one layer: ``[X | Y_t], [C_t | I]`` to ``[X | Y_{t+1}], [C_{t+1} | I]``, for every
+    assignment ``Y_{t+1}`` of ``n`` points (the nearest centers, as the CAX lemma makes them) and any ``Y_t``.
+
+    CAX's output is the value of the center each point is assigned to, SAX's the value of the point itself
+    (the arg-max sets the score lemmas prove); CAC and SAC are computed; the FFN, if any, is applied.
+    """
+    layout = model.layout
+    for labels in itertools.product(range(layout.k), repeat=n):
+        new_P, new_Q, expected_P, expected_Q = _one_layer(model, labels)
+        _require(new_P - expected_P, f"points after CAX + SAX are not [X | Y_t+1] for the assignment {labels}")
+        _require(new_Q - expected_Q, f"centers after CAC + SAC are not [C_t+1 | I] for the assignment {labels}")
+    labels = _shown(layout.k, n)
+    new_P, new_Q, expected_P, expected_Q = _one_layer(model, labels)
+    return Identity(f"every assignment Y_t+1 of the points, any Y_t; shown, {[a + 1 for a in labels]}: the center "
+                    "tokens after one layer are [C_t+1 | I]", new_Q.applyfunc(lambda e: sp.factor(sp.expand(
+                        _without_relu(e)))), expected_Q.applyfunc(sp.factor), _size(layout, n))
+
+
+def _one_layer(model, labels):
+    """One layer's tokens from symbolic ``[X | Y_t], [C_t | I]`` when the points' nearest centers are ``labels``,
+    and the tokens the theorem says it gives: ``(P', Q', [X | Y_t+1], [C_t+1 | I])``."""
+    layout, blocks, n = model.layout, model.blocks, len(labels)
+    P, Q, X, _, _ = symbolic_tokens(layout, n)
+    cax, sax = block_values(blocks["CAX"], Q), block_values(blocks["SAX"], P)
+    new_P = P + sp.Matrix([cax[labels[i], :] for i in range(n)]) + sax
+    expected_P, _, _, _, _ = symbolic_tokens(layout, n, labels)
+    new_Q = Q + _attend(blocks["CAC"], Q, new_P, "CAC") + _attend(blocks["SAC"], Q, Q, "SAC")
+    if model.ffn is not None:
+        new_Q = new_Q + _ffn(model.ffn, new_Q)
+    return new_P, new_Q, expected_P, _tokens(layout, _means(X, labels, layout.k), sp.eye(layout.k))
+
+
+def _ffn(ffn, Q):
+    """``W2 act(W1 q + b1) + b2`` on symbolic tokens, for the ``relu2`` activation."""
+    if ffn.activation != "relu2":
+        raise ValueError(f"the FFN lemma covers the relu2 activation; got {ffn.activation!r}")
+    W1, b1, W2, b2 = (exact(np.atleast_2d(ffn.weights[name])) for name in ("W1", "b1", "W2", "b2"))
+    hidden = (Q * W1.T + sp.ones(Q.shape[0], 1) * b1).applyfunc(lambda t: sp.Max(t, 0) ** 2)
+    return hidden * W2.T + sp.ones(Q.shape[0], 1) * b2
+
+
+def ffn_lemma(model):
+    """Theorem 2.2's FFN writes ``||c||^2`` into the norm slot of a center token ``[c | e | 0 | 1]``, and nothing
+    else: ``relu(t)^2 + relu(-t)^2 = t^2``."""
+    layout = model.layout
+    C = sp.Matrix(1, layout.d, lambda _, a: sp.Symbol(f"c_{a + 1}", real=True))
+    Q = _tokens(layout, C, sp.eye(layout.k)[:1, :]) - _write(layout, 1, "sqnorm", sp.Matrix([[sum(v**2 for v in C)]]))
+    out = _ffn(model.ffn, Q).applyfunc(lambda e: sp.expand(_without_relu(e)))
+    expected = _write(layout, 1, "sqnorm", sp.Matrix([[sum(v**2 for v in C)]]))
+    _require(out - expected, "FFN: the update of [c | e | 0 | 1] is not ||c||^2 in the norm slot")
+    return Identity("the FFN's update of [c | e_1 | 0 | 1]", sp.simplify(out), expected, f"d = {layout.d}")
+
+
+def _size(layout, n):
+    return f"d = {layout.d}, k = {layout.k}, n = {n}"
+
+
+def prove(model, n=3):
+    """Every lemma of the model's construction, proved on its weights: a list of :class:`Identity`.
+
+    ``model``: a Theorem 2.1 or 2.2 construction at ``gamma = inf`` (every configuration). Raises
+    :class:`SymbolicCheckError` naming the first lemma that fails and its residual.
+    """
+    proved = [cax_lemma(model, min(n, 2)), sax_lemma(model, n), center_lemmas(model, n), layer_lemma(model, n)]
+    if model.ffn is not None:
+        proved.append(ffn_lemma(model))
+    return proved

@@ -1,0 +1,100 @@
+"""The constructions' lemmas proved by computer algebra on the library's own weights, and shown able to fail."""
+
+import dataclasses
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kmt_ref
+
+sp = pytest.importorskip("sympy")
+symbolic = pytest.importorskip("kmt_ref.symbolic")
+
+CONSTRUCTIONS = [(kmt_ref.lloyd_transformer, c) for c in ("paper", "validated", "all-attention")] + \
+                [(kmt_ref.dot_product_lloyd_transformer, c) for c in ("validated", "all-attention")]
+
+
+@pytest.mark.parametrize("build, config", CONSTRUCTIONS)
+@pytest.mark.parametrize("d, k, n", [(1, 2, 3), (2, 3, 3), (3, 2, 4)])
+def test_every_lemma_holds_for_every_input_on_the_weights_the_library_builds(build, config, d, k, n):
+    proved = symbolic.prove(build(d, k, config=config), n)
+    assert len(proved) == (5 if build is kmt_ref.dot_product_lloyd_transformer else 4)
+    assert all(isinstance(p.latex(), str) for p in proved)
+
+
+def _perturbed(model, block_name, matrix, index, delta):
+    """The model with one entry of one weight matrix changed by ``delta``."""
+    block = model.blocks[block_name]
+    W = np.array(getattr(block, matrix))
+    W[index] += delta
+    blocks = dict(model.blocks, **{block_name: dataclasses.replace(block, **{matrix: W})})
+    return kmt_ref.KMeansTransformer(model.layout, blocks, ffn=model.ffn, name="perturbed")
+
+
+def _read(block):
+    """The matrices a block's mechanism reads: an identity attention reads its values only."""
+    return ("Wv",) if block.normalizer == "identity" else ("Wq", "Wk", "Wv")
+
+
+def _computes_otherwise(model, changed, draws=3):
+    """Whether ``changed`` computes other centers than ``model`` on random problems (distinct points)."""
+    for seed in range(draws):
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((12, model.d))
+        init = X[:model.k] + 0.1
+        try:
+            with np.errstate(all="ignore"):
+                other = changed.run(X, init, 2, diverged="return")
+        except ValueError:  # a changed CAC can meet a negative score: it computes something else, or nothing
+            return True
+        if not np.allclose(other.centers, model.run(X, init, 2).centers, rtol=0, atol=1e-9, equal_nan=False):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("build, config", CONSTRUCTIONS)
+@pytest.mark.parametrize("delta", [1.0, -0.5])
+def test_every_change_of_a_weight_entry_that_changes_the_layer_fails_a_lemma_naming_its_residual(build, config,
+                                                                                               delta):
+    # Each entry of each matrix a block's mechanism reads, changed in turn. Some changes leave the layer's
+    # output as it is (a term of a score that is the same for every key; a query coordinate that meets a zero
+    # key coordinate), and the lemmas rightly hold for them; every other change must fail one.
+    model = build(1, 2, config=config)
+    missed, caught = [], 0
+    for block_name, block in model.blocks.items():
+        for matrix in _read(block):
+            for index in np.ndindex(*np.shape(getattr(block, matrix))):
+                changed = _perturbed(model, block_name, matrix, index, delta)
+                try:
+                    symbolic.prove(changed, 2)
+                except symbolic.SymbolicCheckError as err:
+                    assert "residual" in str(err) or "reads coordinates" in str(err)
+                    caught += 1
+                    continue
+                if _computes_otherwise(model, changed):
+                    missed.append(f"{block_name}.{matrix}{list(index)}")
+    assert not missed, f"changes of the layer no lemma detects: {missed}"
+    assert caught >= 10
+
+
+def test_the_ffn_lemma_fails_for_a_changed_ffn():
+    model = kmt_ref.dot_product_lloyd_transformer(2, 2)
+    ffn = model.ffn
+    W2 = np.array(ffn.W2)
+    W2[W2 != 0] *= 2
+    bad = kmt_ref.KMeansTransformer(model.layout, model.blocks, ffn=dataclasses.replace(ffn, W2=W2))
+    with pytest.raises(symbolic.SymbolicCheckError, match="FFN"):
+        symbolic.ffn_lemma(bad)
+
+
+def test_a_non_finite_weight_cannot_be_made_exact():
+    with pytest.raises(ValueError, match="finite"):
+        symbolic.exact(np.array([[1.0, np.nan]]))
+    assert symbolic.exact(np.array([[0.1]]))[0, 0] == sp.Rational(3602879701896397, 36028797018963968)
+
+
+def test_importing_the_library_never_imports_sympy():
+    code = "import sys, kmt_ref, kmt_ref.programs.verify; assert 'sympy' not in sys.modules, 'sympy imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
