@@ -43,7 +43,7 @@ import numpy as np
 import sympy as sp
 
 __all__ = ["Identity", "SymbolicCheckError", "exact", "symbolic_tokens", "block_scores", "block_values",
-           "cax_lemma", "sax_lemma", "center_lemmas", "layer_lemma", "ffn_lemma", "prove"]
+           "cax_score_feedback", "cax_lemma", "sax_lemma", "center_lemmas", "layer_lemma", "ffn_lemma", "prove"]
 
 
 class SymbolicCheckError(AssertionError):
@@ -197,6 +197,22 @@ def sax_lemma(model, n=3):
                     "so the score is largest at the point itself",
                     sp.Add(sp.Symbol("s_{12}"), _sq(X[0, :], X[1, :]), evaluate=False), sp.factor(sp.expand(S[0, 0])),
                     _size(layout, n))
+
+
+def cax_score_feedback(block, layout):
+    """What is wrong with a CAX block's score, as polynomials (for the workbook), or None if nothing is.
+
+    The score of center ``j`` for point 1, plus ``||x_1 - c_j||^2``, must be the same for every center (a
+    per-row constant, which neither softmax nor hardmax sees). Computed for every input on symbolic tokens.
+    """
+    P, Q, X, _, C = symbolic_tokens(layout, 1)
+    S = block_scores(block, P, Q)
+    left = [sp.factor(sp.expand(S[0, j] + _sq(X[0, :], C[j, :]))) for j in range(layout.k)]
+    if all(sp.expand(r - left[0]) == 0 for r in left):
+        return None
+    return (f"your score of center 2 for point 1 is {sp.factor(sp.expand(S[0, 1]))}; plus ||x_1 - c_2||^2 it "
+            f"leaves {left[1]}, but for center 1 it leaves {left[0]}: what is left must be the same for every "
+            f"center (a difference of {sp.factor(sp.expand(left[1] - left[0]))})")
 
 
 def _attend(block, Zq, Zk, name):

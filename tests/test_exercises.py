@@ -605,3 +605,25 @@ def test_a_double_forked_daemon_does_not_outlive_the_check(tmp_path):
         time.sleep(0.1)
     else:
         raise AssertionError(f"daemon {pid} still runs")
+
+
+def test_wrong_cax_weights_get_the_score_s_error_as_polynomials(tmp_path):
+    pytest.importorskip("sympy")
+    for stem, body in (("04_cax_weights", """
+        from kmt_ref.tokens import TokenLayout
+
+        def cax_weights(d, k):
+            layout = TokenLayout(d, k)
+            P_x, P_y = layout.projector("x"), layout.projector("y")
+            return P_x, 2 * P_x, P_y  # the key doubled
+        """), ("08_dot_cax_weights", """
+        from kmt_ref.tokens import TokenLayout
+
+        def dot_cax_weights(d, k):
+            layout = TokenLayout(d, k, ("x", "y", "sqnorm", "one"))
+            return 2.0 * layout.projector("x"), layout.projector("x"), layout.projector("y")  # no norm term
+        """)):
+        (tmp_path / f"{stem}.py").write_text(textwrap.dedent(body))
+        result = run_checks(tmp_path, [stem[:2]])[0]
+        assert not result.passed and "proved for every input (SymPy)" in result.message, result.message
+        assert "must be the same for every center" in result.message

@@ -147,3 +147,18 @@ def expect_close(got, expected, what, on, atol=1e-8, rtol=1e-6, hint=""):
             + (f"\n  hint: {hint}" if hint else "")
         )
     return arr
+
+
+def symbolic_score_hint(block, layout):
+    """The score's error as polynomials (:func:`kmt_ref.symbolic.cax_score_feedback`), as a hint line; empty
+    when SymPy is not installed or the score is right (the error is then elsewhere: the values)."""
+    try:
+        from .. import symbolic
+    except ImportError:
+        return ""
+    try:
+        feedback = symbolic.cax_score_feedback(block, layout)
+    except ValueError:  # a non-finite entry: the sampled comparison says so
+        return ""
+    return "" if feedback is None else f"\n  proved for every input (SymPy): {feedback}"
+

@@ -15,7 +15,7 @@ from ..geometry import nearest_center, squared_distances
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import gaussian_mixture
 from ..tokens import TokenLayout
-from ._feedback import as_array, call, expect, expect_close, failed, inputs
+from ._feedback import as_array, call, expect, expect_close, failed, inputs, symbolic_score_hint
 
 
 def _weights(got, D, on):
@@ -44,12 +44,13 @@ def check_cax_weights(cax_weights):
         on = f"  ({label}; d=2, k=3)\n" + inputs(X=X, C=C) + ("" if Y is None else "\n" + inputs(Y=Y))
         Wq, Wk, Wv = _weights(call(cax_weights, 2, 3, on=on), 5, on)
         P, Q = _tokens(X, C, Y)
-        out = attend(P, Q, Block(Wq, Wk, Wv, score="euclidean", normalizer="hardmax"))
+        block = Block(Wq, Wk, Wv, score="euclidean", normalizer="hardmax")
+        out = attend(P, Q, block)
         expected = np.hstack([np.zeros((12, 2)), np.eye(3)[labels]])
         expect_close(out, expected, "CAX output A(P, Q) = [0 | e_nearest] per point", on,
                      hint="score = -||Wq p_i - Wk q_j||^2 must be -||x_i - c_j||^2 up to a per-row "
                      "constant (so y must not enter it), and Wv must copy the center's id into "
-                     "the y coordinates")
+                     "the y coordinates" + symbolic_score_hint(block, TokenLayout(2, 3)))
     return "CAX adds the one-hot of the nearest center, also when y is already non-zero"
 
 

@@ -11,7 +11,7 @@ from ..attention import Block, attend
 from ..geometry import nearest_center, squared_distances
 from ..tasks import gaussian_mixture
 from ..tokens import TokenLayout
-from ._feedback import as_array, call, expect_close, failed, inputs
+from ._feedback import as_array, call, expect_close, failed, inputs, symbolic_score_hint
 
 BLOCKS = ("x", "y", "sqnorm", "one")
 
@@ -35,14 +35,15 @@ def check_dot_cax_weights(dot_cax_weights):
     on = f"  (d={d}, k={k}; tokens [x | y | s | 1], P's y block non-zero)\n" + inputs(X=X, C=C)
     Wq, Wk, Wv = _triple(call(dot_cax_weights, d, k, on=on), layout.width, on)
     for gamma in (1.0, 5.0):
-        got = attend(P, Q, Block(Wq, Wk, Wv, score="dot", normalizer="softmax", gamma=gamma))
+        block = Block(Wq, Wk, Wv, score="dot", normalizer="softmax", gamma=gamma)
+        got = attend(P, Q, block)
         weights = softmax(-gamma * squared_distances(X, C), axis=1)
         expected = np.zeros_like(P)
         expected[:, layout.slices["y"]] = weights
         expect_close(got, expected, f"dot-product CAX output at gamma={gamma:g}", on, atol=1e-9,
                      hint="the score (Wq p_i).(Wk q_j) must equal 2 x_i.c_j - ||c_j||^2 (plus anything "
                      "that depends on i only): take ||c_j||^2 from the center's s coordinate and pair "
-                     "it with the point's constant 1")
+                     "it with the point's constant 1" + symbolic_score_hint(block, layout))
     got = attend(P, Q, Block(Wq, Wk, Wv, score="dot", normalizer="hardmax"))
     expected = np.zeros_like(P)
     expected[:, layout.slices["y"]] = np.eye(k)[nearest_center(X, C)]
