@@ -33,6 +33,7 @@ from ..variants.soft import responsibilities, soft_kmeans
 from ._results import check_output_dir
 from .beyond import _learned_on, _scores, real_data_starts
 from .experiments import _models, _status
+from .fidelity import candidate_steps, distill, fidelity_of_seed, summarize_fidelity
 
 __all__ = ["ABLATIONS", "CONSTRUCTION_GAMMA", "ablated", "first_layer_quantities", "dissection", "strides",
            "interpret", "SOFT_BETAS", "FIT", "OWNS", "OWNERSHIP_BETA", "SHIFTS", "MADE_STARTS"]
@@ -450,13 +451,16 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
     The closed form's two scalars are fitted on the training distribution
     (:func:`~kmt_ref.learning.closed_form.fit_leaky`) twice: on the layer's
     own loss (one step) and on the loss after the evaluation's number of
-    steps. Soft k-means runs at the one stiffness of :data:`SOFT_BETAS` with
+    steps, and once more per seed on that seed's layer's own one-step outputs
+    (:func:`~kmt_ref.programs.fidelity.distill`). Soft k-means runs at the one stiffness of :data:`SOFT_BETAS` with
     the lowest mean log objective after those steps on a batch of training
     tasks. Every seed's held-out tasks then give the final mean log
     objective of Lloyd, soft k-means, both fits and the learned layer, the
     share of the layer's gain over Lloyd each recovers, and, on the first
     :data:`QUANTITY_TASKS` of them, how far one step of each moves the
-    centers that own and that share their points (:func:`strides`).
+    centers that own and that share their points (:func:`strides`), and how
+    faithfully each candidate describes the layer task by task (its one-step
+    ratio and gain correlation, :mod:`kmt_ref.programs.fidelity`).
 
     Off the training distribution, with the scalars fitted through the
     evaluation's steps: the tasks of the committed shift experiments
@@ -492,7 +496,11 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
         for unroll, f in fits.items():
             steps[f"leaky, fitted through {unroll}"] = lambda x, c, f=f: leaky_step(x, c, f["beta"], f["sharpness"])[0]
         stride, counts = strides(X[:QUANTITY_TASKS], init[:QUANTITY_TASKS], steps)
-        per_seed.append(dict(seed=r.config.seed, final=final, stride=stride, centers=counts))
+        distilled = distill(r.theta, r.config, engine=engine)
+        faithful = fidelity_of_seed(r.theta, r.config.model, X, init, n_steps,
+                                    candidate_steps(soft_beta, fits, distilled), engine)
+        per_seed.append(dict(seed=r.config.seed, final=final, stride=stride, centers=counts, fidelity=faithful,
+                             distilled=distilled))
     shifted = _shifted(models, scale, fits[n_steps], n_steps, progress, results_dir)
     made = _made(models, n_tasks, n_steps, fits[n_steps], progress, engine)
     real = _real(models, fits[n_steps], soft_beta, progress, engine)
@@ -501,4 +509,5 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
                  for name in per_seed[0]["final"] if name not in ("Lloyd", "learned")}
     return dict(**_status(models), n_tasks=n_tasks, n_eval_steps=n_steps, soft_beta=soft_beta,
                 fits={str(u): dict(f, **fit) for u, f in fits.items()},
-                recovered=recovered, per_seed=per_seed, shifted=shifted, made=made, real_data=real)
+                recovered=recovered, fidelity=summarize_fidelity([p["fidelity"] for p in per_seed]),
+                per_seed=per_seed, shifted=shifted, made=made, real_data=real)

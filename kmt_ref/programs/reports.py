@@ -171,6 +171,8 @@ def interpret(result):
             v = np.array([p["stride"][name][kind] for p in result["per_seed"] if p["stride"][name][kind] is not None])
             cells.append(f"{kind} {np.median(v[:, 0]):.2f} (90%: {np.median(v[:, 1]):.2f})" if len(v) else f"{kind} -")
         lines.append(f"  {name:<30}" + "   ".join(cells))
+    if "fidelity" in result:
+        lines += _fidelity_lines(result)
     lines.append("off the training distribution (the tasks of the committed experiments): final mean log objective, "
                  "median over seeds, and the median share of sharing centers at the start:")
     for experiment, conditions in result["shifted"].items():
@@ -191,6 +193,25 @@ def interpret(result):
                  for key in ("lloyd", "soft k-means", "leaky", "learned") if key in row]
         label = f"{name} (k={row['k']})"
         lines.append(f"  {label:<24}" + "  ".join(cells) + f"  shares {row['shares']:.2f}")
+    return lines
+
+
+def _fidelity_lines(result):
+    """The fidelity of each candidate to the layer, task by task (:mod:`kmt_ref.programs.fidelity`)."""
+    starts = [[e["loss"] for e in p["distilled"]["starts"]] for p in result["per_seed"]]
+    lines = ["fidelity to the layer, task by task: F1, one step's distance from the layer's centers over the layer's "
+             "move (median over tasks; 0: where the layer goes); F2, correlation over tasks of the gain over Lloyd "
+             "with the layer's (1: wins where the layer wins); [min, max] over seeds:"]
+    for name, v in result["fidelity"].items():
+        f2 = [x for x in v["gain_correlation"] if x is not None and np.isfinite(x)]
+        f2_text = f"[{min(f2):.2f}, {max(f2):.2f}]" if f2 else "undefined (no gain)"
+        lines.append(f"  {name:<34}F1 [{min(v['one_step_ratio']):.2f}, {max(v['one_step_ratio']):.2f}]   "
+                     f"F2 {f2_text}")
+    distilled = [(p["distilled"]["beta"], p["distilled"]["sharpness"]) for p in result["per_seed"]]
+    lines.append(f"  (distilled from each seed's layer: beta {min(b for b, _ in distilled):.2f}-"
+                 f"{max(b for b, _ in distilled):.2f}, sharpness {min(s for _, s in distilled):.2f}-"
+                 f"{max(s for _, s in distilled):.2f}; best of {len(starts[0])} starts, the others ending "
+                 f"{max(max(s) - min(s) for s in starts):.2g} higher in relative squared distance at most)")
     return lines
 
 
