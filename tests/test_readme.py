@@ -100,3 +100,13 @@ def test_readme_eval_dropout_numbers_are_the_committed_ones():
     assert said is not None and said.groups() == tuple(f"{v:.3f}" for v in (drop["learned_dropout_log_objective"],
                                                                              min(values), max(values)))
     assert all(m < lloyd for m, lloyd in zip(values, drop["lloyd_final"], strict=True))
+
+
+def test_readme_soft_kmeans_baseline_is_what_the_code_computes():
+    from kmt_ref.learning.protocols import learning_headline, soft_kmeans_headline
+
+    soft, rep = soft_kmeans_headline("paper"), learning_headline()
+    text = README.read_text()
+    assert f"beta = {soft['beta']:g}" in text
+    assert f"ends at {soft['median']:.3f} ({soft['range'][0]:.3f} – {soft['range'][1]:.3f})" in text
+    assert max(soft["final"]) < min(rep["learned_final"])  # "below the learned [x | y] layer on every seed"

@@ -21,10 +21,13 @@ per task, batches of 8, the authors' 10,000 steps and seeds 0-2.
 import json
 import os
 
+import numpy as np
+
 from .._validation import COMMITTED_RESULTS, check_choice
 from .train import TrainConfig, load_result
 
 __all__ = ["SCALES", "OVERRIDABLE", "RESULTS_DIR", "PAPER_LEARNING", "run_config", "run_name", "checkpoint_path",
+           "soft_kmeans_headline",
            "committed", "committed_model", "learning_headline"]
 
 #: Protocol of each scale (``"train"``: optional TrainConfig overrides, e.g. for tests).
@@ -160,3 +163,31 @@ def learning_headline(results_dir=None, scales=("paper", "quick")):
                 out["note"] = "; ".join(notes)
             return out
     raise FileNotFoundError(f"no committed learning results under {results_dir}")
+
+
+def soft_kmeans_headline(scale="paper"):
+    """Soft k-means beside the headline: at the one stiffness the committed interpret experiment chose on
+    training tasks (``soft_beta``), from the same initial centers, on the same held-out tasks of every seed
+    as the learning experiment (:func:`~kmt_ref.learning.evaluate.evaluation_tasks` of each committed run),
+    for the same number of steps. Computed, not read: about 16 s at the paper scale.
+
+    Returns
+    -------
+    dict
+        ``beta``, ``seeds``, ``final`` (per seed, the mean log objective after the steps), ``median`` and
+        ``range`` over the seeds.
+    """
+    from ..variants.soft import soft_kmeans
+    from .evaluate import evaluation_tasks, log_objective_curve
+
+    check_choice(scale, "scale", ("paper", "quick"))
+    beta, s = committed("interpret", scale)["soft_beta"], SCALES[scale]
+    final = []
+    for seed in s["seeds"]:
+        X, init = evaluation_tasks(committed_model(scale, "d+k", seed).config, s["eval_tasks"])
+        C = np.array([soft_kmeans(x, c, s["n_eval_steps"], beta, keep_assignments=False).centers[-1]
+                      for x, c in zip(X, init, strict=True)])
+        final.append(float(log_objective_curve(X, C[None])[0][0]))
+    return dict(beta=beta, seeds=list(s["seeds"]), final=final, median=float(np.median(final)),
+                range=[min(final), max(final)])
+
