@@ -51,13 +51,14 @@ _value_and_grad = autograd.value_and_grad(unrolled_loss)
 def fit_leaky(rng, config, n_unroll, n_tasks=256, start=(4.0, 6.0)):
     """Fit ``(beta, sharpness)`` to the mean loss of ``n_tasks`` tasks drawn once from the training distribution.
 
-    The minimizer of that mean over ``log beta`` and ``log sharpness``, by
+    A local minimizer of that mean over ``log beta`` and ``log sharpness``, by
     L-BFGS (``scipy.optimize.minimize``) with autograd's gradient, from
-    ``start``. A fixed sample rather than Adam on fresh batches: Adam's end
-    point wanders with its batches, and through 20 steps it changed with the
-    last bits of the arithmetic; the minimizer of a fixed sample's mean does
-    not (tested: a change of the sample in the 15th digit moves it by less
-    than 1e-3).
+    ``start``: the mean has several minima (other starts end elsewhere, at
+    nearly the same loss), and this is the one reached from ``start``. A
+    fixed sample rather than Adam on fresh batches: Adam's end point wanders
+    with its batches, and through 20 steps it changed with the last bits of
+    the arithmetic; this minimizer of a fixed sample's mean does not (tested:
+    a change of the sample in the 15th digit moves it by less than 1e-3).
 
     Parameters
     ----------
