@@ -1,4 +1,10 @@
-"""What the trained layer learned, part 1: where its gain over Lloyd comes from.
+"""What the trained layer learned, part 1: what breaks it, and what it measures.
+
+An ablation that costs many times the layer's gain shows a co-adapted circuit
+breaking, not where the gain comes from: the ablations say which parts the
+layer cannot do without, and the fidelity measures of the interpret
+experiment (:mod:`kmt_ref.programs.fidelity`) say how far a closed form is
+from what it does.
 
 Evaluation only, on the committed ``[x | y]`` models: each model is run with
 one part of it changed (:data:`ABLATIONS`) on held-out tasks of its seed, and
