@@ -236,9 +236,11 @@ def run_paper_sweep(seed=0, grid=None, progress=False, full=False, directory=Non
     if directory is not None:
         for job in jobs:
             timed[str(job.inputs["n"])] = timed.get(str(job.inputs["n"]), 0.0) + (job_seconds(job, directory) or 0.0)
+    # The subsampling applies to a run that is not full only; a full run records none.
+    subsampled = {} if full else dict(subsample_above=SUBSAMPLE_ABOVE,
+                                      subsample_cells={str(n): c for n, c in SUBSAMPLE_CELLS.items()})
     return dict(grid=grid, seed=seed, full=bool(full), cell_seconds={n: round(t, 1) for n, t in timed.items()},
-                subsample_above=SUBSAMPLE_ABOVE, subsample_cells={str(n): c for n, c in SUBSAMPLE_CELLS.items()},
-                columns=list(_AXES) + [f"loss_gamma_{g:g}" for g in grid["gammas"]], rows=rows,
+                **subsampled, columns=list(_AXES) + [f"loss_gamma_{g:g}" for g in grid["gammas"]], rows=rows,
                 seconds=round(time.perf_counter() - start, 1))
 
 
