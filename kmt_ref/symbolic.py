@@ -43,7 +43,8 @@ import numpy as np
 import sympy as sp
 
 __all__ = ["Identity", "SymbolicCheckError", "exact", "symbolic_tokens", "block_scores", "block_values",
-           "cax_score_feedback", "cax_lemma", "sax_lemma", "center_lemmas", "layer_lemma", "ffn_lemma", "prove"]
+           "cax_score_feedback", "cax_lemma", "variant_lemmas", "sax_lemma", "center_lemmas", "layer_lemma",
+           "ffn_lemma", "prove"]
 
 
 class SymbolicCheckError(AssertionError):
@@ -327,6 +328,67 @@ def ffn_lemma(model):
     expected = _write(layout, 1, "sqnorm", sp.Matrix([[sum(v**2 for v in C)]]))
     _require(out - expected, "FFN: the update of [c | e | 0 | 1] is not ||c||^2 in the norm slot")
     return Identity("the FFN's update of [c | e_1 | 0 | 1]", sp.simplify(out), expected, f"d = {layout.d}")
+
+
+def variant_lemmas(model, n=3):
+    """The blocks of a registered variant (:data:`kmt_ref.variants.VARIANTS`), each proved as the variant's
+    proposition uses it, for every input: a list of :class:`Identity`.
+
+    CAX: a Euclidean score is ``-||x_i - c_j||^2`` plus a term constant in ``j`` (:func:`cax_lemma`), a
+    dot-product one is ``x_i . c_j`` (the cosine once the tokens are normalized); its value is ``e_j``.
+    SAX and SAC (identity attention): ``-y_i`` and ``-c_j``. CAC's value of point ``i`` is ``x_i``, and by
+    mechanism: linear attention on dot
+    scores writes the responsibility-weighted mean ``sum_i y_ij x_i / sum_i y_ij`` for any non-negative
+    assignment block (soft, spherical k-means); a softmax on dot scores reads the scores ``y_ij`` (leaky soft
+    k-means, whose normalizer multiplies them by its sharpness); a Euclidean score is
+    ``-(G ||e_j - y_i||^2 + eps ||c_j - x_i||^2)`` with positive ``G, eps`` and no other term (the CAC
+    variants: trimmed, robust, entmax, k-medoids), ``G`` and ``eps`` the squares of the weights' scales.
+    """
+    layout, blocks = model.layout, model.blocks
+    P, Q, X, Y, C = symbolic_tokens(layout, n)
+    proved = []
+    if blocks["CAX"].score == "euclidean":
+        proved.append(cax_lemma(model, min(n, 2)))
+    else:
+        S = block_scores(blocks["CAX"], P, Q)
+        _require(S - X * C.T, "CAX: the dot score is not x_i . c_j")
+        _require(block_values(blocks["CAX"], Q) - _write(layout, layout.k, "y", sp.eye(layout.k)),
+                 "CAX: the value of center j is not its id e_j in the assignment block")
+        proved.append(Identity("CAX's dot score of center j for point i", S[0, 1], (X * C.T)[0, 1], _size(layout, n)))
+    proved.append(sax_lemma(model, n))
+    _require(_attend(blocks["SAC"], Q, Q, "SAC") + _write(layout, layout.k, "x", C),
+             "SAC: center j does not subtract [c_j | 0]")
+    cac = blocks["CAC"]
+    S = block_scores(cac, Q, P)
+    _require(block_values(cac, P) - _write(layout, n, "x", X), "CAC: the value of point i is not [x_i | 0]")
+    if cac.score == "dot" and cac.normalizer == "linear":
+        out = _attend(cac, Q, P, "CAC") if all(s.is_number for s in S) else sp.Matrix(
+            [[sum(S[j, i] * block_values(cac, P)[i, c] for i in range(n)) / sum(S[j, :])
+              for c in range(layout.width)] for j in range(layout.k)])
+        _require(S - Y.T, "CAC: the dot score of point i for center j is not y_ij")
+        mean = sp.Matrix([[sum(Y[i, j] * X[i, c] for i in range(n)) / sum(Y[:, j]) for c in range(layout.d)]
+                          for j in range(layout.k)])
+        _require(out[:, layout.slices["x"]] - mean, "CAC: the write is not the responsibility-weighted mean")
+        proved.append(Identity("CAC's write for center 1, any non-negative assignment block Y",
+                               out[0, layout.slices["x"]], mean[0, :], _size(layout, n)))
+    elif cac.score == "dot":
+        _require(S - Y.T, "CAC: the dot score of point i for center j is not y_ij")
+        proved.append(Identity("CAC's score of point 1 for center 1 (before the normalizer's factor)", S[0, 0],
+                               Y[0, 0], _size(layout, n)))
+    else:
+        G, eps = sp.symbols("G epsilon")
+        stated = [-(G * _sq(sp.eye(layout.k)[j, :], Y[i, :]) + eps * _sq(C[j, :], X[i, :]))
+                  for j in range(layout.k) for i in range(n)]
+        residual = [sp.expand(S[j, i] - stated[j * n + i]) for j in range(layout.k) for i in range(n)]
+        coefficients = [c for r in residual for c in sp.Poly(r, *X, *Y, *C).coeffs()]
+        solution = sp.solve(coefficients, [G, eps], dict=True)
+        if not solution or not all(solution[0][v] > 0 for v in (G, eps)):
+            raise SymbolicCheckError(f"CAC: the Euclidean score is not -(G ||e_j - y_i||^2 + eps ||c_j - x_i||^2) "
+                                     f"with positive G, eps: the residual of the stated form is {residual[0]}")
+        G0, eps0 = solution[0][G], solution[0][eps]
+        proved.append(Identity(f"CAC's score of point 1 for center 1, G = {float(G0):.6g}, eps = {float(eps0):.6g}",
+                               S[0, 0], stated[0].subs({G: G0, eps: eps0}), _size(layout, n)))
+    return proved
 
 
 def _size(layout, n):

@@ -38,18 +38,23 @@ def _read(block):
     return ("Wv",) if block.normalizer == "identity" else ("Wq", "Wk", "Wv")
 
 
-def _computes_otherwise(model, changed, draws=3):
-    """Whether ``changed`` computes other centers than ``model`` on random problems (distinct points)."""
+def _computes_otherwise(model, changed, draws=3, rng=False):
+    """Whether ``changed`` computes other centers than ``model`` on random problems (distinct points; a random
+    model gets the same draws on both sides)."""
     for seed in range(draws):
-        rng = np.random.default_rng(seed)
-        X = rng.standard_normal((12, model.d))
-        init = X[:model.k] + 0.1
+        data = np.random.default_rng(seed)
+        X = data.standard_normal((12, model.d))
+        init = X[:model.k] + (0.0 if rng else 0.1)  # k-medoids: the initial centers are data points
+
+        def draws_():
+            return {"rng": np.random.default_rng(seed)} if rng else {}
+
         try:
             with np.errstate(all="ignore"):
-                other = changed.run(X, init, 2, diverged="return")
+                other = changed.run(X, init, 2, diverged="return", **draws_())
         except ValueError:  # a changed CAC can meet a negative score: it computes something else, or nothing
             return True
-        if not np.allclose(other.centers, model.run(X, init, 2).centers, rtol=0, atol=1e-9, equal_nan=False):
+        if not np.allclose(other.centers, model.run(X, init, 2, **draws_()).centers, rtol=0, atol=1e-9):
             return True
     return False
 
@@ -98,3 +103,38 @@ def test_a_non_finite_weight_cannot_be_made_exact():
 def test_importing_the_library_never_imports_sympy():
     code = "import sys, kmt_ref, kmt_ref.programs.verify; assert 'sympy' not in sys.modules, 'sympy imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+VARIANT_NAMES = sorted(__import__("kmt_ref.variants", fromlist=["VARIANTS"]).VARIANTS)
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES)
+@pytest.mark.parametrize("d, k, n", [(1, 2, 3), (2, 3, 3)])
+def test_every_variant_s_blocks_are_proved_for_every_input(name, d, k, n):
+    from kmt_ref.variants import VARIANTS
+
+    proved = symbolic.variant_lemmas(VARIANTS[name].build(d, k), n)
+    assert len(proved) == 3 and all(isinstance(p.latex(), str) for p in proved)
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES)
+def test_every_change_of_a_variant_s_weights_that_changes_it_fails_a_lemma(name):
+    from kmt_ref.variants import VARIANTS
+
+    variant = VARIANTS[name]
+    model = variant.build(1, 2)
+    missed, caught = [], 0
+    for block_name, block in model.blocks.items():
+        for matrix in _read(block):
+            for index in np.ndindex(*np.shape(getattr(block, matrix))):
+                changed = _perturbed(model, block_name, matrix, index, 1.0)
+                changed = kmt_ref.KMeansTransformer(changed.layout, changed.blocks, norm=model.norm)
+                try:
+                    symbolic.variant_lemmas(changed, 2)
+                except symbolic.SymbolicCheckError:
+                    caught += 1
+                    continue
+                if _computes_otherwise(model, changed, rng=variant.needs_rng):
+                    missed.append(f"{block_name}.{matrix}{list(index)}")
+    assert not missed, f"changes of the layer no lemma detects: {missed}"
+    assert caught >= 5
