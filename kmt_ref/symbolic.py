@@ -187,8 +187,8 @@ def sax_lemma(model, n=3):
     _require(block_values(block, P) + _write(layout, n, "y", Y),
              "SAX: the value of point l is not -y_l in the assignment block")
     if block.normalizer == "identity":
-        return Identity("SAX value of point 1 (identity attention: each point reads itself)",
-                        block_values(block, P)[0, layout.slices["y"]], -Y[0, :], _size(layout, n))
+        return Identity("SAX's value v_1 on point 1, in the assignment block (identity attention: each point reads "
+                        "itself)", sp.Symbol("v_1"), block_values(block, P)[0, layout.slices["y"]], _size(layout, n))
     S = block_scores(block, P, P)
     for i in range(n):
         for l in range(n):
@@ -354,7 +354,8 @@ def variant_lemmas(model, n=3):
         _require(S - X * C.T, "CAX: the dot score is not x_i . c_j")
         _require(block_values(blocks["CAX"], Q) - _write(layout, layout.k, "y", sp.eye(layout.k)),
                  "CAX: the value of center j is not its id e_j in the assignment block")
-        proved.append(Identity("CAX's dot score of center j for point i", S[0, 1], (X * C.T)[0, 1], _size(layout, n)))
+        proved.append(Identity("CAX's dot score s_12 of center 2 for point 1", sp.Symbol("s_{12}"), S[0, 1],
+                               _size(layout, n)))
     proved.append(sax_lemma(model, n))
     _require(_attend(blocks["SAC"], Q, Q, "SAC") + _write(layout, layout.k, "x", C),
              "SAC: center j does not subtract [c_j | 0]")
@@ -386,8 +387,9 @@ def variant_lemmas(model, n=3):
             raise SymbolicCheckError(f"CAC: the Euclidean score is not -(G ||e_j - y_i||^2 + eps ||c_j - x_i||^2) "
                                      f"with positive G, eps: the residual of the stated form is {residual[0]}")
         G0, eps0 = solution[0][G], solution[0][eps]
-        proved.append(Identity(f"CAC's score of point 1 for center 1, G = {float(G0):.6g}, eps = {float(eps0):.6g}",
-                               S[0, 0], stated[0].subs({G: G0, eps: eps0}), _size(layout, n)))
+        proved.append(Identity(f"CAC's score s_11 of point 1 for center 1, with G = {float(G0):.6g} and eps = "
+                               f"{float(eps0):.6g} (the squares of the weights' scales, as float64 holds them)",
+                               sp.Symbol("s_{11}"), stated[0], _size(layout, n)))
     return proved
 
 
