@@ -43,8 +43,8 @@ import numpy as np
 import sympy as sp
 
 __all__ = ["Identity", "SymbolicCheckError", "exact", "symbolic_tokens", "block_scores", "block_values",
-           "cax_score_feedback", "cax_lemma", "variant_lemmas", "sax_lemma", "center_lemmas", "layer_lemma",
-           "ffn_lemma", "prove"]
+           "cax_score_feedback", "cac_feedback", "ffn_feedback", "cax_lemma", "variant_lemmas", "sax_lemma",
+           "center_lemmas", "layer_lemma", "ffn_lemma", "prove"]
 
 
 class SymbolicCheckError(AssertionError):
@@ -214,6 +214,39 @@ def cax_score_feedback(block, layout):
     return (f"your score of center 2 for point 1 is {sp.factor(sp.expand(S[0, 1]))}; plus ||x_1 - c_2||^2 it "
             f"leaves {left[1]}, but for center 1 it leaves {left[0]}: what is left must be the same for every "
             f"center (a difference of {sp.factor(sp.expand(left[1] - left[0]))})")
+
+
+def cac_feedback(block, layout, n=3):
+    """What is wrong with a CAC block (for the workbook), or None: for every one-hot assignment of ``n``
+    symbolic points, its write must be each cluster's mean (the mean of all points for an empty cluster)."""
+    for labels in itertools.product(range(layout.k), repeat=n):
+        P, Q, X, _, _ = symbolic_tokens(layout, n, labels)
+        want = _write(layout, layout.k, "x", _means(X, labels, layout.k))
+        try:
+            got = _attend(block, Q, P, "CAC")
+        except SymbolicCheckError as err:
+            return f"your block's {err}"
+        for j in range(layout.k):
+            if any(sp.simplify(got[j, c] - want[j, c]) != 0 for c in range(layout.width)):
+                return (f"with the points assigned to the centers {[a + 1 for a in labels]} (x symbolic), your "
+                        f"block writes {list(got[j, :])} for center {j + 1}, where it must write {list(want[j, :])}")
+    return None
+
+
+def ffn_feedback(W1, W2, layout):
+    """What is wrong with a norm-writing FFN ``W2 relu(W1 q)^2`` (for the workbook), or None: its update of a
+    center token ``[c | e_1 | 0 | 1]`` must be ``||c||^2`` in the norm slot and 0 elsewhere."""
+    C = sp.Matrix(1, layout.d, lambda _, a: sp.Symbol(f"c_{a + 1}", real=True))
+    Q = _tokens(layout, C, sp.eye(layout.k)[:1, :]) - _write(layout, 1, "sqnorm", sp.Matrix([[sum(v**2 for v in C)]]))
+    hidden = (Q * exact(W1).T).applyfunc(lambda t: sp.Max(t, 0) ** 2)
+    update = (hidden * exact(W2).T).applyfunc(lambda e: sp.factor(sp.expand(_without_relu(e))))
+    expected = _write(layout, 1, "sqnorm", sp.Matrix([[sum(v**2 for v in C)]]))
+    wrong = [(c, update[0, c], expected[0, c]) for c in range(layout.width)
+             if sp.simplify(update[0, c] - expected[0, c]) != 0]
+    if not wrong:
+        return None
+    c, got, want = wrong[0]
+    return f"your FFN writes {got} into coordinate {c} of [c | e_1 | 0 | 1], where it must write {want}"
 
 
 def _attend(block, Zq, Zk, name):

@@ -627,3 +627,28 @@ def test_wrong_cax_weights_get_the_score_s_error_as_polynomials(tmp_path):
         result = run_checks(tmp_path, [stem[:2]])[0]
         assert not result.passed and "proved for every input (SymPy)" in result.message, result.message
         assert "must be the same for every center" in result.message
+
+
+def test_a_wrong_cac_block_and_a_wrong_ffn_get_their_errors_proved_for_every_input(tmp_path):
+    pytest.importorskip("sympy")
+    (tmp_path / "06_cac_block.py").write_text(textwrap.dedent("""
+        from kmt_ref.attention import Block
+        from kmt_ref.tokens import TokenLayout
+
+        def cac_block(d, k):
+            layout = TokenLayout(d, k)
+            P_x, P_y = layout.projector("x"), layout.projector("y")
+            return Block(P_y, P_y, 2 * P_x, score="dot", normalizer="linear")  # the values doubled
+        """))
+    (tmp_path / "09_sqnorm_ffn.py").write_text(textwrap.dedent("""
+        import numpy as np
+        from kmt_ref.tokens import TokenLayout
+
+        def sqnorm_ffn(d, k):
+            layout = TokenLayout(d, k, ("x", "y", "sqnorm", "one"))
+            return layout.reader("x"), np.outer(layout.reader("sqnorm")[0], np.ones(d))  # relu(c)^2 only
+        """))
+    cac, ffn = run_checks(tmp_path, ["06", "09"])
+    assert not cac.passed and "proved for every input (SymPy)" in cac.message and "must write" in cac.message
+    assert not ffn.passed and "proved for every input (SymPy)" in ffn.message and "Abs(c_1)" in ffn.message
+

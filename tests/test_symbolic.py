@@ -46,7 +46,7 @@ def _computes_otherwise(model, changed, draws=3, rng=False):
         X = data.standard_normal((12, model.d))
         init = X[:model.k] + (0.0 if rng else 0.1)  # k-medoids: the initial centers are data points
 
-        def draws_():
+        def draws_(seed=seed):
             return {"rng": np.random.default_rng(seed)} if rng else {}
 
         try:

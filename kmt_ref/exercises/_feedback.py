@@ -149,16 +149,16 @@ def expect_close(got, expected, what, on, atol=1e-8, rtol=1e-6, hint=""):
     return arr
 
 
-def symbolic_score_hint(block, layout):
-    """The score's error as polynomials (:func:`kmt_ref.symbolic.cax_score_feedback`), as a hint line; empty
-    when SymPy is not installed or the score is right (the error is then elsewhere: the values)."""
+def symbolic_hint(feedback, *args):
+    """A hint line from one of :mod:`kmt_ref.symbolic`'s feedback functions (``cax_score_feedback``,
+    ``cac_feedback``, ``ffn_feedback``) on ``args``: what is wrong, proved for every input; empty when SymPy
+    is not installed, when nothing is wrong there (the error is elsewhere) or when it cannot be said exactly."""
     try:
         from .. import symbolic
     except ImportError:
         return ""
     try:
-        feedback = symbolic.cax_score_feedback(block, layout)
-    except ValueError:  # a non-finite entry: the sampled comparison says so
+        text = getattr(symbolic, feedback)(*args)
+    except (ValueError, TypeError):  # a non-finite entry or a mechanism the algebra does not cover
         return ""
-    return "" if feedback is None else f"\n  proved for every input (SymPy): {feedback}"
-
+    return "" if text is None else f"\n  proved for every input (SymPy): {text}"

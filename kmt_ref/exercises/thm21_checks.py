@@ -15,7 +15,7 @@ from ..geometry import nearest_center, squared_distances
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import gaussian_mixture
 from ..tokens import TokenLayout
-from ._feedback import as_array, call, expect, expect_close, failed, inputs, symbolic_score_hint
+from ._feedback import as_array, call, expect, expect_close, failed, inputs, symbolic_hint
 
 
 def _weights(got, D, on):
@@ -50,7 +50,7 @@ def check_cax_weights(cax_weights):
         expect_close(out, expected, "CAX output A(P, Q) = [0 | e_nearest] per point", on,
                      hint="score = -||Wq p_i - Wk q_j||^2 must be -||x_i - c_j||^2 up to a per-row "
                      "constant (so y must not enter it), and Wv must copy the center's id into "
-                     "the y coordinates" + symbolic_score_hint(block, TokenLayout(2, 3)))
+                     "the y coordinates" + symbolic_hint("cax_score_feedback", block, TokenLayout(2, 3)))
     return "CAX adds the one-hot of the nearest center, also when y is already non-zero"
 
 
@@ -103,7 +103,8 @@ def check_cac_block(cac_block):
         expected = np.hstack([expected_means, np.zeros((k, k))])
         expect_close(out, expected, "CAC output A(Q, P) = [mean of members | 0] per center", on,
                      hint="center j must attend uniformly to the points with y_i = e_j (compare ids, "
-                     "not positions) and read their x; an empty cluster sees all points equally")
+                     "not positions) and read their x; an empty cluster sees all points equally"
+                     + symbolic_hint("cac_feedback", block, TokenLayout(2, k)))
     return "CAC moves each center to the mean of its members (and an empty one to the global mean)"
 
 

@@ -11,7 +11,7 @@ from ..attention import Block, attend
 from ..geometry import nearest_center, squared_distances
 from ..tasks import gaussian_mixture
 from ..tokens import TokenLayout
-from ._feedback import as_array, call, expect_close, failed, inputs, symbolic_score_hint
+from ._feedback import as_array, call, expect_close, failed, inputs, symbolic_hint
 
 BLOCKS = ("x", "y", "sqnorm", "one")
 
@@ -43,7 +43,7 @@ def check_dot_cax_weights(dot_cax_weights):
         expect_close(got, expected, f"dot-product CAX output at gamma={gamma:g}", on, atol=1e-9,
                      hint="the score (Wq p_i).(Wk q_j) must equal 2 x_i.c_j - ||c_j||^2 (plus anything "
                      "that depends on i only): take ||c_j||^2 from the center's s coordinate and pair "
-                     "it with the point's constant 1" + symbolic_score_hint(block, layout))
+                     "it with the point's constant 1" + symbolic_hint("cax_score_feedback", block, layout))
     got = attend(P, Q, Block(Wq, Wk, Wv, score="dot", normalizer="hardmax"))
     expected = np.zeros_like(P)
     expected[:, layout.slices["y"]] = np.eye(k)[nearest_center(X, C)]
@@ -72,5 +72,5 @@ def check_sqnorm_ffn(sqnorm_ffn):
     expected[:, layout.slices["sqnorm"]] = np.sum(C * C, axis=1, keepdims=True)
     expect_close(out, expected, "Q + FFN(Q)", on, atol=1e-10,
                  hint="||c||^2 = sum_a relu(c_a)^2 + relu(-c_a)^2: 2d hidden units, all written to s; "
-                 "every other coordinate must be left alone")
+                 "every other coordinate must be left alone" + symbolic_hint("ffn_feedback", W1, W2, layout))
     return f"the FFN writes ||c||^2 with {W1.shape[0]} hidden units and leaves the rest intact"
