@@ -27,8 +27,11 @@ the DOM. Checks, each failing with a message that says what and where:
    (code output, table, display math) whose content is wider than the box, so
    that part of it hides behind a horizontal scrollbar, or a box that hides
    its overflow with content wider than itself (cut off), or a word or number
-   of a table cell broken across two lines. Screenshots of every
-   page are saved to the artifacts folder.
+   of a table cell broken across two lines. At a phone's 390 px, where a wide
+   box may scroll, it fails on what runs off the screen, on a box that cuts
+   its content off and on an equation number drawn over its formula.
+   Screenshots of every page, whole (in slices of 14,000 px), at both widths,
+   are saved to the artifacts folder.
 4. Text: no MyST role left raw (``{glue:text}`` inside a code span), no TeX
    whose ``\\n`` an escape turned into a line break, no "1 seconds", no
    paragraph all in bold.
@@ -257,27 +260,43 @@ def fetch(url):
         return err.code, 0
 
 
+def _probe(dom):
+    """The probe's findings in a dumped DOM, or None when it did not report."""
+    probe = re.search(r'<pre id="kmt-probe"[^>]*>(.*?)</pre>', dom, re.S)
+    return None if probe is None else json.loads(html.unescape(probe.group(1)))
+
+
 def browser_check(binary, base_url, html_dir, artifacts, page, needs_math):
-    """Problems on one page; saves its DOM and screenshot to ``artifacts``."""
+    """Problems on one page; saves its DOM and screenshots to ``artifacts``."""
     url = f"{base_url.rstrip('/')}/{page}"
     dom, console = run_chromium(binary, ["--dump-dom", f"--window-size={WIDTH},1600"], url)
+    phone_dom, _ = run_chromium(binary, ["--dump-dom", f"--window-size={PHONE_WIDTH},1600"], url)
     stem = Path(page).with_suffix("").as_posix().replace("/", "-")  # api/attention -> api-attention
     (artifacts / f"{stem}.dom.html").write_text(dom, encoding="utf-8")
     parsed = parse(dom)
-    # The top of the page, the whole page in one tall shot (figures included), and the page on a phone.
-    shots = {stem: f"{WIDTH},1600", f"{stem}.full": f"{WIDTH},{SCREENSHOT_MAX_HEIGHT}",
-             f"{stem}.phone": f"{PHONE_WIDTH},{SCREENSHOT_MAX_HEIGHT}"}
+    found, phone = _probe(dom), _probe(phone_dom)
     problems = [f"{page}: console error: {line.split('CONSOLE', 1)[1][:300]}" for line in console
                 if "Uncaught" in line or "Error" in line]
-    for name, size in shots.items():
-        run_chromium(binary, [f"--screenshot={artifacts / (name + '.png')}", f"--window-size={size}"], url)
+    # The top of the page, and the whole page at both widths, in slices of SCREENSHOT_MAX_HEIGHT (figures included).
+    shots = {stem: (f"{WIDTH},1600", url)}
+    for name, width, probed in ((f"{stem}.full", WIDTH, found), (f"{stem}.phone", PHONE_WIDTH, phone)):
+        height = probed["height"] if probed else SCREENSHOT_MAX_HEIGHT
+        for s in range(max(1, -(-height // SCREENSHOT_MAX_HEIGHT))):
+            sliced = url if s == 0 else f"{url}?kmt-slice={s}&kmt-height={SCREENSHOT_MAX_HEIGHT}"
+            shots[name if s == 0 else f"{name}-{s + 1}"] = (f"{width},{SCREENSHOT_MAX_HEIGHT}", sliced)
+    for name, (size, shot_url) in shots.items():
+        run_chromium(binary, [f"--screenshot={artifacts / (name + '.png')}", f"--window-size={size}"], shot_url)
         if not (artifacts / f"{name}.png").is_file():
             problems.append(f"{page}: no screenshot {name}.png was written")
-    probe = re.search(r'<pre id="kmt-probe"[^>]*>(.*?)</pre>', dom, re.S)
-    if probe is None:
+    if phone is None:
+        problems.append(f"{page}: the probe did not report at {PHONE_WIDTH} px (the page did not finish loading)")
+    else:  # on a phone a wide box may scroll (it shows that it does); nothing may run off the screen
+        problems += [f"{page}: wider than the screen at {PHONE_WIDTH} px: {w}" for w in phone["wide"]]
+        problems += [f"{page}: cut off by a box that hides its overflow at {PHONE_WIDTH} px: {c}" for c in phone["cut"]]
+        problems += [f"{page}: an equation number over its formula at {PHONE_WIDTH} px: {o}" for o in phone["overlap"]]
+    if found is None:
         problems.append(f"{page}: the probe did not report (the page did not finish loading)")
     else:
-        found = json.loads(html.unescape(probe.group(1)))
         problems += [f"{page}: wider than the content column at {WIDTH} px: {w}" for w in found["wide"]]
         problems += [f"{page}: hidden behind a horizontal scrollbar at {WIDTH} px: {h}" for h in found["hidden"]]
         problems += [f"{page}: cut off by a box that hides its overflow at {WIDTH} px: {c}" for c in found["cut"]]
@@ -344,6 +363,8 @@ def main(argv=None):
     finally:
         server.shutdown()
     if problems:
+        # a stray surrogate in a page's text (MathJax's letters) must not stop the report
+        problems = [p.encode("utf-8", "backslashreplace").decode("utf-8") for p in problems]
         print("book check FAILED:", *problems, sep="\n  ")
         return 1
     print(f"book check: no remote resources; {checked} pages typeset, their figures served, nothing too wide")

@@ -5,10 +5,17 @@
 // as JSON into a hidden pre element (id kmt-probe) that --dump-dom shows.
 var SLACK = 2;  // pixels of overflow that are rounding, not hidden content
 (function () {
+  // ?kmt-slice=S&kmt-height=H: the page moved up by S * H pixels, so that a screenshot H pixels high shows
+  // its S-th slice (a whole long page is captured in slices).
+  var slice = /[?&]kmt-slice=(\d+)&kmt-height=(\d+)/.exec(location.search);
+  if (slice) {
+    document.documentElement.style.transform = "translateY(-" + (+slice[1] * +slice[2]) + "px)";
+  }
   function describe(el) {
-    var text = (el.innerText || el.textContent || "").replace(/\s+/g, " ").trim();
+    // by characters, not UTF-16 units: a cut surrogate pair (math italic letters) would not encode
+    var text = Array.from((el.innerText || el.textContent || "").replace(/\s+/g, " ").trim()).slice(0, 90).join("");
     return el.tagName.toLowerCase() + (el.className && el.className.baseVal === undefined
-      ? "." + String(el.className).trim().split(/\s+/).join(".") : "") + ": " + text.slice(0, 90);
+      ? "." + String(el.className).trim().split(/\s+/).join(".") : "") + ": " + text;
   }
   // A word (no digit in it) may break after one of its hyphens, as typesetting does; a number never.
   function atHyphen(node, start, word) {
@@ -77,11 +84,25 @@ var SLACK = 2;  // pixels of overflow that are rounding, not hidden content
         }
       }
     });
+    // An equation number drawn over its formula (both boxes on the same place of the page).
+    var overlap = [];
+    column.querySelectorAll("div.math").forEach(function (math) {
+      var number = math.querySelector("span.eqno"), formula = math.querySelector("mjx-container");
+      if (!number || !formula) return;
+      var a = number.getBoundingClientRect(), b = formula.getBoundingClientRect();
+      var inner = formula.querySelector("mjx-math") || formula;
+      var c = inner.getBoundingClientRect();
+      var right = Math.min(b.right, c.right);
+      if (a.left < right - SLACK && a.right > c.left + SLACK && a.top < c.bottom - SLACK && a.bottom > c.top + SLACK) {
+        overlap.push(describe(number) + " over " + describe(formula));
+      }
+    });
     var requests = performance.getEntriesByType("resource").map(function (e) { return e.name; });
     var out = document.createElement("pre");
     out.id = "kmt-probe";
     out.style.display = "none";
-    out.textContent = JSON.stringify({wide: wide, hidden: hidden, cut: cut, broken: broken, requests: requests});
+    out.textContent = JSON.stringify({wide: wide, hidden: hidden, cut: cut, broken: broken, overlap: overlap,
+                                      requests: requests, height: document.documentElement.scrollHeight});
     document.body.appendChild(out);
   }
   window.addEventListener("load", function () {

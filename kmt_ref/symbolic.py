@@ -302,11 +302,10 @@ def center_lemmas(model, n=3):
         _require(reset[:, layout.slices["x"]] + C, "SAC: center j does not subtract c_j")
     labels = _shown(layout.k, n)
     P, Q, X, _, C = symbolic_tokens(layout, n, labels)
-    return Identity(f"every assignment of the points to the centers; shown, {[a + 1 for a in labels]}: CAC's write "
-                    "(left) is the clusters' means, and SAC's is -C", sp.Matrix.hstack(
-                        _attend(model.blocks["CAC"], Q, P, "CAC")[:, layout.slices["x"]],
-                        _attend(model.blocks["SAC"], Q, Q, "SAC")[:, layout.slices["x"]]),
-                    sp.Matrix.hstack(_means(X, labels, layout.k), -C), _size(layout, n))
+    return Identity(f"every assignment of the points to the centers (and SAC's write -c_j); shown, the assignment "
+                    f"{[a + 1 for a in labels]}: the x block a_2 of CAC's write for center 2 is its cluster's mean",
+                    sp.Symbol("a_2"), _attend(model.blocks["CAC"], Q, P, "CAC")[1, layout.slices["x"]],
+                    _size(layout, n))
 
 
 def layer_lemma(model, n=3):
@@ -322,10 +321,12 @@ def layer_lemma(model, n=3):
         _require(new_P - expected_P, f"points after CAX + SAX are not [X | Y_t+1] for the assignment {labels}")
         _require(new_Q - expected_Q, f"centers after CAC + SAC are not [C_t+1 | I] for the assignment {labels}")
     labels = _shown(layout.k, n)
-    new_P, new_Q, expected_P, expected_Q = _one_layer(model, labels)
-    return Identity(f"every assignment Y_t+1 of the points, any Y_t; shown, {[a + 1 for a in labels]}: the center "
-                    "tokens after one layer are [C_t+1 | I]", new_Q.applyfunc(lambda e: sp.factor(sp.expand(
-                        _without_relu(e)))), expected_Q.applyfunc(sp.factor), _size(layout, n))
+    members = [i + 1 for i, a in enumerate(labels) if a == 1]
+    mean = sp.Matrix(1, layout.d, lambda _, a: sp.Symbol(f"m_{{2{a + 1}}}"))
+    return Identity(f"every assignment Y_t+1 of the points, any Y_t; shown, the assignment "
+                    f"{[a + 1 for a in labels]}: center 2's token q_2 after one layer holds m_2, the mean of points "
+                    f"{members}, and e_2" + (", ||m_2||^2 and 1" if "sqnorm" in layout.slices else ""),
+                    sp.Symbol("q_2"), _tokens(layout, mean, sp.eye(layout.k)[1:2, :]), _size(layout, n))
 
 
 def _one_layer(model, labels):
@@ -364,7 +365,7 @@ def ffn_lemma(model):
 
 
 def variant_lemmas(model, n=3):
-    """The blocks of a registered variant (:data:`kmt_ref.variants.VARIANTS`), each proved as the variant's
+    """The blocks of a registered variant (:data:`~kmt_ref.variants.registry.VARIANTS`), each proved as the variant's
     proposition uses it, for every input: a list of :class:`Identity`.
 
     CAX: a Euclidean score is ``-||x_i - c_j||^2`` plus a term constant in ``j`` (:func:`cax_lemma`), a
@@ -403,8 +404,8 @@ def variant_lemmas(model, n=3):
         mean = sp.Matrix([[sum(Y[i, j] * X[i, c] for i in range(n)) / sum(Y[:, j]) for c in range(layout.d)]
                           for j in range(layout.k)])
         _require(out[:, layout.slices["x"]] - mean, "CAC: the write is not the responsibility-weighted mean")
-        proved.append(Identity("CAC's write for center 1, any non-negative assignment block Y",
-                               out[0, layout.slices["x"]], mean[0, :], _size(layout, n)))
+        proved.append(Identity("the x block a_1 of CAC's write for center 1, any non-negative assignment block Y",
+                               sp.Symbol("a_1"), mean[0, :], _size(layout, n)))
     elif cac.score == "dot":
         _require(S - Y.T, "CAC: the dot score of point i for center j is not y_ij")
         proved.append(Identity("CAC's score of point 1 for center 1 (before the normalizer's factor)", S[0, 0],
