@@ -249,6 +249,7 @@ def test_a_crashing_solution_is_reported_with_its_input_not_raised(tmp_path):
     result = _check_one(tmp_path, "02")
     assert not result.passed
     assert "your function raised ValueError" in result.message and "Zq =" in result.message
+    assert "(at 02_euclidean_scores.py, line 2: return Zq @ Zk)" in result.message  # where, in the reader's file
 
 
 def test_a_normalizer_that_depends_on_the_scale_of_the_scores_gets_a_hint(tmp_path):

@@ -8,7 +8,9 @@ runner can say "not implemented yet" instead of reporting a crash.
 """
 
 import copy
+import os
 import textwrap
+import traceback
 
 import numpy as np
 
@@ -57,6 +59,19 @@ AUTOGRAD_HINT = (
     "(`out[i] = ...`), and do not convert traced values with float(), np.asarray or .astype")
 
 
+def _in_readers_file(exc, fn):
+    """Where in the reader's file the exception was raised (the last line of that file in its traceback), as
+    text; empty when the reader's file is not in it or ``fn`` has no code of its own."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == code.co_filename]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f" (at {os.path.basename(f.filename)}, line {f.lineno}: {f.line})"
+
+
 def call(fn, *args, on, traced=False):
     """Call the reader's ``fn`` on copies of ``args``; any exception becomes a failure.
 
@@ -82,7 +97,8 @@ def call(fn, *args, on, traced=False):
     except Exception as exc:  # the reader's code may raise anything; report it with the input
         traced_error = traced and isinstance(exc, (TypeError, ValueError))
         hint = AUTOGRAD_HINT if traced_error or "ArrayBox" in str(exc) else ""
-        raise failed(f"your function raised {type(exc).__name__}: {exc}{hint}", on) from exc
+        raise failed(f"your function raised {type(exc).__name__}: {exc}{_in_readers_file(exc, fn)}{hint}",
+                     on) from exc
     for position, (original, seen) in enumerate(zip(args, copies, strict=True)):
         if isinstance(original, np.ndarray) and not np.array_equal(original, seen, equal_nan=True):
             raise failed(
