@@ -502,9 +502,6 @@ def test_a_solution_that_rewrites_the_checker_files_is_caught_and_undone(tmp_pat
 
 
 def test_a_forked_grandchild_does_not_outlive_the_time_limit(tmp_path):
-    import os
-    import time
-
     marker = tmp_path / "grandchild.pid"
     (tmp_path / "01_lloyd_step.py").write_text(textwrap.dedent(f"""
         import os, time
@@ -519,15 +516,22 @@ def test_a_forked_grandchild_does_not_outlive_the_time_limit(tmp_path):
         """))
     result = run_checks(tmp_path, ["01"], isolated=True, timeout=5)[0]
     assert not result.passed and "timed out" in result.message
-    pid = int(marker.read_text())
-    for _ in range(50):  # the kill is delivered at once; give the kernel a moment to reap
+    _assert_ended(int(marker.read_text()), "grandchild")
+
+
+def _assert_ended(pid, what):
+    """Fail unless the process ``pid`` ends within 5 s (the kill is delivered at once; the kernel may take a
+    moment to reap)."""
+    import os
+    import time
+
+    for _ in range(50):
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            break
+            return
         time.sleep(0.1)
-    else:
-        raise AssertionError(f"grandchild {pid} still runs")
+    raise AssertionError(f"{what} {pid} still runs")
 
 
 def test_a_flood_of_output_is_capped(tmp_path):
@@ -575,9 +579,6 @@ def test_a_solution_that_stops_the_checker_does_not_hang_it(tmp_path):
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="the guardian and the adoption use Linux's /proc and prctl")
 def test_a_double_forked_daemon_does_not_outlive_the_check(tmp_path):
-    import os
-    import time
-
     marker = tmp_path / "daemon.pid"
     result = _one_solution(tmp_path, f"""
         import os, time
@@ -597,15 +598,7 @@ def test_a_double_forked_daemon_does_not_outlive_the_check(tmp_path):
             raise NotImplementedError
         """)
     assert not result.passed
-    pid = int(marker.read_text())
-    for _ in range(50):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        raise AssertionError(f"daemon {pid} still runs")
+    _assert_ended(int(marker.read_text()), "daemon")
 
 
 def test_wrong_cax_weights_get_the_score_s_error_as_polynomials(tmp_path):
