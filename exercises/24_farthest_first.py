@@ -1,4 +1,4 @@
-"""Exercise 24 (warm-up) - chapter "What the layer learned: leaky soft k-means".
+"""Exercise 24 (warm-up) - chapter "A closed form for the layer's gain: leaky soft k-means".
 
 Check your answer: ``python -m kmt_ref.exercises check 24``
 """

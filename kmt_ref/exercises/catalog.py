@@ -29,7 +29,7 @@ CHAPTERS = (
     "Randomized k-medoids from Gumbel attention",
     "Learning a clustering layer",
     "Beyond the paper",
-    "What the layer learned: leaky soft k-means",
+    "A closed form for the layer's gain: leaky soft k-means",
 )
 _LLOYD, _ATTN, _T21, _T22, _CERT, _SOFT, _SPHERE, _TRIM, _ROBUST, _MEDOIDS, _LEARN, _BEYOND, _LEAKY = CHAPTERS
 

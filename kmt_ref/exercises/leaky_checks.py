@@ -1,4 +1,4 @@
-"""Checks for the chapter "What the layer learned: leaky soft k-means"."""
+"""Checks for the chapter "A closed form for the layer's gain: leaky soft k-means"."""
 
 import numpy as np
 

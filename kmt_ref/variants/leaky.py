@@ -15,7 +15,7 @@ fitted ``eta``); a center that shares its cluster with another (``R`` about
 the points, from where the next assignment lets it take a cluster no center
 covers. Lloyd's algorithm keeps both centers in the shared cluster. The
 trained layer, too, moves centers that share a cluster farther than Lloyd's
-step and those that own one as far (the book, "What the layer learned"); it
+step and those that own one as far (the book, "A closed form for the layer's gain"); it
 does not send them toward the mean of all the points.
 
 Mechanism changed: in the soft k-means transformer (the validated Theorem
