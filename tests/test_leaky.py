@@ -12,7 +12,7 @@ from kmt_ref import gaussian_mixture, lloyd
 from kmt_ref.learning import closed_form, protocols
 from kmt_ref.learning.closed_form import fit_leaky, unrolled_loss
 from kmt_ref.learning.train import TrainConfig
-from kmt_ref.programs import dissection, registry
+from kmt_ref.programs import interpret, registry
 from kmt_ref.tasks import draw_tasks, sample_tasks
 from kmt_ref.variants.leaky import leaky_kmeans, leaky_kmeans_transformer, leaky_step
 from kmt_ref.variants.soft import soft_kmeans_transformer
@@ -161,11 +161,11 @@ def test_the_fit_refuses_bad_settings_by_name(kwargs, name):
 
 def test_interpret_reports_every_algorithm_on_every_seed_and_the_share_it_recovers(monkeypatch, tmp_path):
     monkeypatch.setitem(protocols.SCALES, "quick", TINY)
-    monkeypatch.setitem(dissection.FIT, "quick", dict(n_tasks=4, seed=1))
+    monkeypatch.setitem(interpret.FIT, "quick", dict(n_tasks=4, seed=1))
     registry.run_experiment("kmeanspp", "quick", str(tmp_path), progress=False)
-    monkeypatch.setattr(dissection, "SHIFTS", ("kmeanspp",))  # read from this run's results, not the committed
+    monkeypatch.setattr(interpret, "SHIFTS", ("kmeanspp",))  # read from this run's results, not the committed
     out = registry.run_experiment("interpret", "quick", str(tmp_path), progress=False)
-    assert out["seeds"] == [0, 1] and out["soft_beta"] in dissection.SOFT_BETAS
+    assert out["seeds"] == [0, 1] and out["soft_beta"] in interpret.SOFT_BETAS
     assert set(out["fits"]) == {"1", "3"}
     for p in out["per_seed"]:
         assert set(p["final"]) == {"Lloyd", "soft k-means", "learned", "leaky, fitted through 1",
@@ -178,7 +178,7 @@ def test_interpret_reports_every_algorithm_on_every_seed_and_the_share_it_recove
         assert sum(p["centers"].values()) > 0
         assert all(v in (None, [1.0, 1.0]) for v in p["stride"]["Lloyd"].values())  # Lloyd's move is Lloyd's
     assert len(out["shifted"]["kmeanspp"]["kmeans++"]["leaky_final"]) == 2
-    assert set(out["made"]) == set(dissection.MADE_STARTS)
+    assert set(out["made"]) == set(interpret.MADE_STARTS)
     assert out["made"]["crowded"]["shares"] == [1.0, 1.0]  # every crowded center shares its points
     real = protocols.committed("real-data", "beyond")["per_dataset"]
     for name, row in out["real_data"].items():
@@ -203,7 +203,7 @@ def test_strides_sort_centers_by_ownership_and_measure_their_moves_against_lloyd
     def double_the_pair(x, c):
         return c + np.array([[2.0], [2.0], [1.0]]) * (means - c)
 
-    got, counts = dissection.strides(X[None], init, {"half": half, "double the pair": double_the_pair})
+    got, counts = interpret.strides(X[None], init, {"half": half, "double the pair": double_the_pair})
     assert counts == {"owns": 1, "shares": 2}
     np.testing.assert_allclose(got["half"]["owns"], [0.5, 0.5], rtol=1e-12)
     np.testing.assert_allclose(got["half"]["shares"], [0.5, 0.5], rtol=1e-12)
@@ -216,8 +216,8 @@ def test_the_closed_form_runs_on_the_committed_shift_experiments_tasks_and_check
 
     models = [protocols.committed_model("quick", "d+k", 0)]
     fit = dict(beta=2.7, sharpness=6.5)
-    monkeypatch.setattr(dissection, "SHIFTS", ("kmeanspp",))
-    out = dissection._shifted(models, "quick", fit, 20, progress=False)
+    monkeypatch.setattr(interpret, "SHIFTS", ("kmeanspp",))
+    out = interpret._shifted(models, "quick", fit, 20, progress=False)
     row = out["kmeanspp"]["kmeans++"]
     done = protocols.committed("kmeanspp", "quick")["kmeans++"]
     assert row["learned_median"] == done["learned"]["median"][-1]
@@ -226,6 +226,6 @@ def test_the_closed_form_runs_on_the_committed_shift_experiments_tasks_and_check
     other = copy.deepcopy(done)
     other["lloyd"]["median"][-1] += 1e-6  # as if the tasks were others
     real = protocols.committed
-    monkeypatch.setattr(dissection, "committed", lambda name, scale: dict(real(name, scale), **{"kmeans++": other}))
+    monkeypatch.setattr(interpret, "committed", lambda name, scale: dict(real(name, scale), **{"kmeans++": other}))
     with pytest.raises(ValueError, match="not the same tasks"):
-        dissection._shifted(models, "quick", fit, 20, progress=False)
+        interpret._shifted(models, "quick", fit, 20, progress=False)

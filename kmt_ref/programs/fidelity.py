@@ -15,7 +15,7 @@ measured two ways (the report's keys):
 Beside them, ``recovered``: the candidate's mean gain over the layer's (as the interpret experiment
 reports it). An explanation that beats the layer (``recovered`` above 1) need not predict it (F1, F2).
 
-The interpret experiment (:func:`kmt_ref.programs.dissection.interpret`) measures them for its candidates,
+The interpret experiment (:func:`kmt_ref.programs.interpret.interpret`) measures them for its candidates,
 whose scalars it fits on the training distribution, and for one more, :func:`distill`'s: the leaky scalars
 fitted to each seed's layer's own one-step outputs on training tasks.
 """

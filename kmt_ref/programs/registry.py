@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .._validation import check_choice, read_json
 from ..learning.protocols import SCALES, learning_headline
-from . import beyond, dissection, experiments, paper_sweep, reports, sweep
+from . import beyond, dissection, experiments, interpret, paper_sweep, reports, sweep
 from ._results import check_output_dir
 
 __all__ = ["Experiment", "EXPERIMENTS", "LEARNING", "run_experiment"]
@@ -109,7 +109,7 @@ EXPERIMENTS = {e.name: e for e in (
                "changed in turn, and what its first application measures", run=dissection.dissection,
                report=reports.dissection),
     Experiment("interpret", "", "beyond the paper: the learned layer against the closed form its dissection points "
-               "to, leaky soft k-means, fitted on the training distribution", run=dissection.interpret,
+               "to, leaky soft k-means, fitted on the training distribution", run=interpret.interpret,
                report=reports.interpret),
     Experiment("real-data", "", "beyond the paper: the constructions and the learned layers on iris, wine, "
                "breast cancer, digits", scales=("beyond",), run=beyond.real_data, report=reports.real_data),

@@ -1,0 +1,280 @@
+"""What the trained layer learned, part 2: the closed form its dissection points to, against the layer.
+
+Leaky soft k-means (:mod:`kmt_ref.variants.leaky`) with two scalars fitted on the training distribution,
+and soft k-means at its best single stiffness, run beside the trained layers on each seed's held-out tasks
+(their final objectives, the share of the layer's gain each recovers, how far one step moves the centers
+that own and that share their points, and how faithfully each describes the layer task by task:
+:mod:`kmt_ref.programs.fidelity`), off the training distribution, from starts made to test the account, and
+on the real data sets.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+from .._validation import check_choice
+from ..classical import lloyd
+from ..geometry import nearest_center
+from ..learning.closed_form import fit_leaky
+from ..learning.evaluate import evaluation_tasks, lloyd_curve, log_objective_curve, model_curve
+from ..learning.model import to_transformer
+from ..learning.protocols import SCALES, committed, run_config
+from ..real_data import DATASETS, load_dataset, to_width
+from ..tasks import sample_tasks
+from ..variants.leaky import leaky_step
+from ..variants.soft import responsibilities, soft_kmeans
+from .beyond import _learned_on, _scores, real_data_starts
+from .dissection import DISSECTION_TASKS, QUANTITY_TASKS
+from .experiments import _models, _status
+from .fidelity import candidate_steps, distill, fidelity_of_seed, summarize_fidelity
+
+__all__ = ["interpret", "strides", "SOFT_BETAS", "FIT", "OWNERSHIP_BETA", "OWNS", "SHIFTS", "MADE_STARTS"]
+
+
+#: The stiffnesses among which soft k-means's best single one is chosen (on training tasks).
+SOFT_BETAS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+#: How the closed form's scalars are fitted, per scale: the tasks of the fitting sample (they also choose soft
+#: k-means's stiffness) and the seed of the fitting stream (its own: no run's training, validation or
+#: evaluation tasks).
+FIT = {"quick": dict(n_tasks=32, seed=20_261), "paper": dict(n_tasks=256, seed=20_261)}
+
+
+def _leaky_curve(X, init, n_steps, beta, sharpness):
+    centers = [init]
+    for _ in range(n_steps):
+        centers.append(leaky_step(X, centers[-1], beta, sharpness)[0])
+    return log_objective_curve(X, np.array(centers))
+
+
+def _soft_final(X, init, n_steps, beta):
+    centers = np.array([soft_kmeans(x, c, n_steps, beta).centers[-1] for x, c in zip(X, init, strict=True)])
+    return float(log_objective_curve(X, centers[None])[0][0])
+
+
+#: A center *owns* its points when their responsibilities at stiffness :data:`OWNERSHIP_BETA` (about the
+#: trained layer's CAX, see the dissection) give it on average at least :data:`OWNS`; otherwise it shares them.
+OWNERSHIP_BETA = 4.0
+OWNS = 0.75
+
+
+def strides(X, init, steps):
+    """How far one step moves the centers that own their points and those that share them.
+
+    ``steps``: ``{name: step(X, C) -> new centers}`` for one task. A center's
+    *stride* is the length of its move over that of Lloyd's step
+    (``|c_new - c| / |m - c|``, ``m`` its Lloyd mean; 1: as far as Lloyd).
+    Ownership: :data:`OWNS` of the responsibilities at :data:`OWNERSHIP_BETA`
+    of the points nearest to the center; centers with no point nearest, or
+    already at their mean, are left out.
+
+    Returns
+    -------
+    strides : dict
+        ``{name: {"owns": [median, 90th percentile], "shares": [...]}}`` over
+        the centers of the tasks ``X`` (B, n, d), ``init`` (B, k, d); ``None``
+        for a kind with no center.
+    counts : dict
+        ``{"owns": int, "shares": int}``.
+    """
+    moved = {name: {"owns": [], "shares": []} for name in steps}
+    counts = {"owns": 0, "shares": 0}
+    for Xb, Cb in zip(X, init, strict=True):
+        near = nearest_center(Xb, Cb)
+        R = responsibilities(Xb, Cb, OWNERSHIP_BETA)
+        lloyd_move = np.linalg.norm(lloyd(Xb, Cb, 1, empty_cluster="keep").centers[1] - Cb, axis=1)
+        move = {name: np.linalg.norm(step(Xb, Cb) - Cb, axis=1) for name, step in steps.items()}
+        for j in range(len(Cb)):
+            mine = near == j
+            if not mine.any() or lloyd_move[j] == 0.0:
+                continue
+            kind = "owns" if R[mine, j].mean() >= OWNS else "shares"
+            counts[kind] += 1
+            for name, m in move.items():
+                moved[name][kind].append(float(m[j] / lloyd_move[j]))
+    summary = {name: {kind: [float(q) for q in np.quantile(v, [0.5, 0.9])] if v else None for kind, v in r.items()}
+               for name, r in moved.items()}
+    return summary, counts
+
+
+#: Where the learned layer was evaluated off its training distribution (committed experiments of the same
+#: scale, each ``{condition: task options}`` in its result): the closed form runs on the same tasks.
+SHIFTS = ("generalization", "kmeanspp", "families")
+
+
+def _shifted(models, scale, fit, n_steps, progress, results_dir=None):
+    """The fitted closed form on the tasks of every shift experiment, beside the layer's numbers there.
+
+    Each experiment's result is read from ``results_dir`` when a run wrote it there, else from the
+    committed results.
+
+    Lloyd is recomputed on the same tasks and its median over seeds must equal the committed one to 1e-12
+    (the tasks are the same; the last digits may differ from a result committed by an older version).
+    ``learned_median`` is the layer's committed median; ``shares`` the fraction of the first centers
+    that share their points (:func:`strides`' rule), per seed.
+    """
+    out = {}
+    for name in SHIFTS:
+        mine = None if results_dir is None else os.path.join(results_dir, scale, f"{name}.json")
+        if mine is not None and os.path.exists(mine):
+            with open(mine) as f:
+                done = json.load(f)
+        else:
+            done = committed(name, scale)
+        seeds = [r.config.seed for r in models]
+        if done["seeds"] != seeds:
+            raise ValueError(f"the committed {name} result covers seeds {done['seeds']}, not {seeds}")
+        out[name] = {}
+        for condition, row in done.items():
+            if not (isinstance(row, dict) and "options" in row):
+                continue
+            if progress:
+                print(f"  {name}: {condition}", file=sys.stderr, flush=True)
+            lloyd_final, leaky, shares = [], [], []
+            for r in models:
+                X, init = evaluation_tasks(r.config, SCALES[scale]["eval_tasks"], **row["options"])
+                lloyd_final.append(float(lloyd_curve(X, init, n_steps)[0][-1]))
+                curve, _ = _leaky_curve(X, init, n_steps, fit["beta"], fit["sharpness"])
+                leaky.append(float(curve[-1]))
+                shares.append(_share_of_sharing(X[:QUANTITY_TASKS], init[:QUANTITY_TASKS]))
+            if not np.isclose(np.median(lloyd_final), row["lloyd"]["median"][-1], rtol=1e-12, atol=0):
+                raise ValueError(f"{name} {condition}: Lloyd gives {np.median(lloyd_final)}, the committed result "
+                                 f"{row['lloyd']['median'][-1]}: not the same tasks")
+            out[name][condition] = dict(options=row["options"], lloyd_final=lloyd_final, leaky_final=leaky,
+                                        learned_median=row["learned"]["median"][-1], shares=shares)
+    return out
+
+
+def _share_of_sharing(X, init):
+    _, counts = strides(X, init, {})
+    total = counts["owns"] + counts["shares"]
+    return counts["shares"] / total if total else None
+
+
+#: Initial centers made to test the explanation (:func:`~kmt_ref.tasks.initial_centers`), on each seed's
+#: held-out tasks: spread out (few centers share their points) and crowded together (every center shares).
+MADE_STARTS = ("farthest-first", "crowded")
+
+
+def _made(models, n_tasks, n_steps, fit, progress, engine):
+    """Lloyd, the learned layer and the fitted closed form from the :data:`MADE_STARTS` on each seed's held-out
+    tasks, and the share of centers that start sharing their points."""
+    out = {}
+    for kind in MADE_STARTS:
+        if progress:
+            print(f"  starts made for the explanation: {kind}", file=sys.stderr, flush=True)
+        row = dict(lloyd_final=[], learned_final=[], leaky_final=[], shares=[])
+        for r in models:
+            X, init = evaluation_tasks(r.config, n_tasks, init=kind)  # the same points as the "first" tasks
+            row["lloyd_final"].append(float(lloyd_curve(X, init, n_steps)[0][-1]))
+            row["learned_final"].append(float(model_curve(r.theta, r.config.model, X, init, n_steps,
+                                                          engine=engine)[0][-1]))
+            row["leaky_final"].append(float(_leaky_curve(X, init, n_steps, fit["beta"], fit["sharpness"])[0][-1]))
+            row["shares"].append(_share_of_sharing(X[:QUANTITY_TASKS], init[:QUANTITY_TASKS]))
+        out[kind] = row
+    return out
+
+
+def _real(models, fit, soft_beta, progress, engine):
+    """The fitted closed form and soft k-means beside Lloyd on the real data sets, with the real-data
+    experiment's starts, width and number of steps; the learned layers where the data have their ``k``.
+
+    Lloyd's mean log objective must equal the committed real-data result's to 1e-12 (the same data, width,
+    starts and steps), or the run stops.
+    """
+    done = committed("real-data", "beyond")
+    width, n_steps, out = done["width"], done["n_eval_steps"], {}
+    for index, name in enumerate(DATASETS):
+        X, labels = load_dataset(name)
+        n, k = X.shape[0], int(labels.max()) + 1
+        Xw = to_width(X, width)
+        inits = Xw[real_data_starts(index, n, k)]
+        Xb = np.broadcast_to(Xw, (len(inits),) + Xw.shape)
+        if progress:
+            print(f"  real data: {name}", file=sys.stderr, flush=True)
+        lloyd_run = np.stack([lloyd(Xw, c, n_steps).centers for c in inits], axis=1)
+        row = dict(k=k, shares=_share_of_sharing(Xb[:QUANTITY_TASKS], inits[:QUANTITY_TASKS]),
+                   lloyd=_scores(Xw, lloyd_run, labels))
+        if not np.isclose(row["lloyd"]["log_objective"], done["per_dataset"][name]["lloyd"]["log_objective"],
+                          rtol=1e-12, atol=0):
+            raise ValueError(f"real data {name}: Lloyd gives {row['lloyd']['log_objective']}, the committed result "
+                             f"{done['per_dataset'][name]['lloyd']['log_objective']}: not the same starts")
+        centers = [inits]
+        for _ in range(n_steps):
+            centers.append(leaky_step(Xb, centers[-1], fit["beta"], fit["sharpness"])[0])
+        row["leaky"] = _scores(Xw, np.array(centers), labels)
+        soft = np.stack([soft_kmeans(Xw, c, n_steps, soft_beta).centers for c in inits], axis=1)
+        row["soft k-means"] = _scores(Xw, soft, labels)
+        if k == models[0].config.model.k and width == models[0].config.model.d:
+            row["learned"] = _learned_on(models, Xw, inits, labels, n_steps, progress, f"{name}, learned", engine)
+        out[name] = row
+    return out
+
+
+def interpret(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
+    """The learned layer against the closed form it points to (leaky soft k-means), on the dissection's tasks.
+
+    The closed form's two scalars are fitted on the training distribution
+    (:func:`~kmt_ref.learning.closed_form.fit_leaky`) twice: on the layer's
+    own loss (one step) and on the loss after the evaluation's number of
+    steps, and once more per seed on that seed's layer's own one-step outputs
+    (:func:`~kmt_ref.programs.fidelity.distill`). Soft k-means runs at the one stiffness of :data:`SOFT_BETAS` with
+    the lowest mean log objective after those steps on a batch of training
+    tasks. Every seed's held-out tasks then give the final mean log
+    objective of Lloyd, soft k-means, both fits and the learned layer, the
+    share of the layer's gain over Lloyd each recovers, and, on the first
+    :data:`QUANTITY_TASKS` of them, how far one step of each moves the
+    centers that own and that share their points (:func:`strides`), and how
+    faithfully each candidate describes the layer task by task (its one-step
+    ratio and gain correlation, :mod:`kmt_ref.programs.fidelity`).
+
+    Off the training distribution, with the scalars fitted through the
+    evaluation's steps: the tasks of the committed shift experiments
+    (:data:`SHIFTS`), each seed's held-out tasks from starts made to test the
+    explanation (:data:`MADE_STARTS`), and the real data sets of the
+    real-data experiment (its starts, width and steps).
+    """
+    s, fit = SCALES[scale], FIT[check_choice(scale, "scale", FIT)]
+    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
+    n_tasks, n_steps = min(DISSECTION_TASKS, s["eval_tasks"]), s["n_eval_steps"]
+    config = run_config(scale, "d+k", 0)
+    rng = np.random.default_rng(fit["seed"])
+    fits = {}
+    for unroll in (1, n_steps):
+        if progress:
+            print(f"  fitting leaky soft k-means through {unroll} step(s)", file=sys.stderr, flush=True)
+        fits[unroll] = fit_leaky(rng, config, unroll, n_tasks=fit["n_tasks"])
+    X, init = sample_tasks(rng, fit["n_tasks"], init="first", **config.task_kwargs())
+    soft_beta = min(SOFT_BETAS, key=lambda b: _soft_final(X, init, n_steps, b))
+    per_seed = []
+    for r in models:
+        X, init = evaluation_tasks(r.config, n_tasks)
+        final = {"Lloyd": float(lloyd_curve(X, init, n_steps)[0][-1]),
+                 "soft k-means": _soft_final(X, init, n_steps, soft_beta),
+                 "learned": float(model_curve(r.theta, r.config.model, X, init, n_steps, engine=engine)[0][-1])}
+        for unroll, f in fits.items():
+            curve, _ = _leaky_curve(X, init, n_steps, f["beta"], f["sharpness"])
+            final[f"leaky, fitted through {unroll}"] = float(curve[-1])
+        model = to_transformer(r.theta, r.config.model)
+        steps = {"Lloyd": lambda x, c: lloyd(x, c, 1).centers[1],
+                 "soft k-means": lambda x, c: soft_kmeans(x, c, 1, soft_beta).centers[1],
+                 "learned": lambda x, c, model=model: model.run(x, c, 1).centers[1]}
+        for unroll, f in fits.items():
+            steps[f"leaky, fitted through {unroll}"] = lambda x, c, f=f: leaky_step(x, c, f["beta"], f["sharpness"])[0]
+        stride, counts = strides(X[:QUANTITY_TASKS], init[:QUANTITY_TASKS], steps)
+        distilled = distill(r.theta, r.config, engine=engine)
+        faithful = fidelity_of_seed(r.theta, r.config.model, X, init, n_steps,
+                                    candidate_steps(soft_beta, fits, distilled), engine)
+        per_seed.append(dict(seed=r.config.seed, final=final, stride=stride, centers=counts, fidelity=faithful,
+                             distilled=distilled))
+    shifted = _shifted(models, scale, fits[n_steps], n_steps, progress, results_dir)
+    made = _made(models, n_tasks, n_steps, fits[n_steps], progress, engine)
+    real = _real(models, fits[n_steps], soft_beta, progress, engine)
+    gain = [p["final"]["Lloyd"] - p["final"]["learned"] for p in per_seed]
+    recovered = {name: [(p["final"]["Lloyd"] - p["final"][name]) / g for p, g in zip(per_seed, gain, strict=True)]
+                 for name in per_seed[0]["final"] if name not in ("Lloyd", "learned")}
+    return dict(**_status(models), n_tasks=n_tasks, n_eval_steps=n_steps, soft_beta=soft_beta,
+                fits={str(u): dict(f, **fit) for u, f in fits.items()},
+                recovered=recovered, fidelity=summarize_fidelity([p["fidelity"] for p in per_seed]),
+                per_seed=per_seed, shifted=shifted, made=made, real_data=real)
