@@ -44,7 +44,7 @@ import sympy as sp
 
 __all__ = ["Identity", "SymbolicCheckError", "exact", "symbolic_tokens", "block_scores", "block_values",
            "cax_score_feedback", "cac_feedback", "ffn_feedback", "cax_lemma", "variant_lemmas", "sax_lemma",
-           "center_lemmas", "layer_lemma", "ffn_lemma", "prove"]
+           "center_lemmas", "layer_lemma", "ffn_lemma", "row_shift_lemma", "prove"]
 
 
 class SymbolicCheckError(AssertionError):
@@ -53,12 +53,14 @@ class SymbolicCheckError(AssertionError):
 
 @dataclass(frozen=True)
 class Identity:
-    """A proved identity: ``statement`` in words, ``lhs == rhs`` as SymPy expressions, at ``size``."""
+    """A proved identity: ``statement`` in words, ``lhs == rhs`` as SymPy expressions, at ``size``, proved on
+    ``source`` (a model's weights, or a formula)."""
 
     statement: str
     lhs: object
     rhs: object
     size: str
+    source: str = "on the model's own weights"
 
     def latex(self):
         """The identity typeset, for the book."""
@@ -66,7 +68,7 @@ class Identity:
 
     def _repr_markdown_(self):
         """How a notebook (a book page) shows it: what was proved, at which size, and the identity typeset."""
-        return (f"Proved by SymPy for every input ({self.size}), on the model's own weights: "
+        return (f"Proved by SymPy for every input ({self.size}), {self.source}: "
                 f"{self.statement}.\n\n$$\n{self.latex()}\n$$\n")
 
 
@@ -425,6 +427,27 @@ def variant_lemmas(model, n=3):
                                f"{float(eps0):.6g} (the squares of the weights' scales, as float64 holds them)",
                                sp.Symbol("s_{11}"), stated[0], _size(layout, n)))
     return proved
+
+
+def row_shift_lemma(r=3):
+    """A row-wise softmax does not see a constant added to its row: ``softmax(gamma (s + a 1)) =
+    softmax(gamma s)`` for every real row ``s`` of ``r`` scores, every ``a`` and ``gamma > 0`` (the lemma that
+    makes Theorem 2.2's dot-product CAX the Euclidean one). The library's own softmax is not symbolic: this is
+    the formula's identity, which :func:`kmt_ref.attention.softmax` computes (stabilized by the row maximum,
+    itself such a shift)."""
+    s = sp.symbols(f"s_1:{r + 1}", real=True)
+    a, gamma = sp.Symbol("a", real=True), sp.Symbol("gamma", positive=True)
+
+    def softmax(row):
+        total = sum(sp.exp(gamma * v) for v in row)
+        return [sp.exp(gamma * v) / total for v in row]
+
+    shifted, plain = softmax([v + a for v in s]), softmax(list(s))
+    for b in range(r):
+        _require(sp.simplify(sp.powsimp(sp.expand(shifted[b] - plain[b]))), "softmax: a constant shift of the row "
+                 "changes a weight")
+    return Identity("a softmax weight of a row shifted by a, at every gamma > 0", shifted[0], plain[0], f"r = {r}",
+                    "on the formula")
 
 
 def _size(layout, n):
