@@ -19,7 +19,8 @@ those pages. pypdf adds the metadata.
 Checks, each failing with what and where: the title page carries the title;
 the contents list every chapter of ``_toc.yml`` with the page its bookmark
 goes to, and that page starts with the chapter's title; a bookmark for every
-chapter and more bookmarks than chapters (sections); every page but the first
+chapter and more bookmarks than chapters (sections); the outline's top level
+holds the first chapter and every part, each part its chapters; every page but the first
 carries its own number; Title, Author, Subject and Keywords are set; no
 link points to this machine (localhost, 127.0.0.1, file:), internal links
 exist and each goes to a page; no raw TeX is left in the text; the first page
@@ -223,6 +224,51 @@ def chapter_pages(flat, pages, titles):
     return found
 
 
+def regroup_outline(reader, grouped, titles):
+    """A writer of ``reader``'s PDF whose outline has the book's parts and chapters at the top: the front
+    matter, the root chapter, then each part of ``_toc.yml`` (its caption, at its first chapter's page) with
+    its chapters under it, and each chapter's sections under the chapter as Chromium nested them. Chromium
+    nests every chapter under the first one (the single page's first heading)."""
+    flat = []
+
+    def walk(items, depth):
+        for item in items:
+            if isinstance(item, list):
+                walk(item, depth + 1)
+            else:
+                flat.append((depth, str(item.title), reader.get_destination_page_number(item)))
+
+    walk(reader.outline, 0)
+    pages = [page for _, group in grouped for page in group]
+    front = [i for i, (_, title, _) in enumerate(flat) if normalize(title) == "Contents"]
+    start, at = {}, front[0] + 1 if front else 0
+    for page in pages:
+        for i in range(at, len(flat)):
+            if same_title(normalize(flat[i][1]), titles[page][1]):
+                start[page], at = i, i + 1
+                break
+    writer = PdfWriter(clone_from=reader)
+    del writer.root_object[NameObject("/Outlines")]
+    first = min(start.values()) if start else len(flat)
+    for _, title, index in flat[:first]:
+        writer.add_outline_item(title=title, page_number=index)
+    order = sorted(start.values()) + [len(flat)]
+    for caption, group in grouped:
+        found = [page for page in group if page in start]
+        if not found:
+            continue
+        part = writer.add_outline_item(title=caption, page_number=flat[start[found[0]]][2]) if caption else None
+        for page in found:
+            i = start[page]
+            depth, title, index = flat[i]
+            stack = [(depth, writer.add_outline_item(title=title, page_number=index, parent=part))]
+            for d, t, n in flat[i + 1 : order[order.index(i) + 1]]:
+                while len(stack) > 1 and stack[-1][0] >= d:
+                    stack.pop()
+                stack.append((d, writer.add_outline_item(title=t, page_number=n, parent=stack[-1][1])))
+    return writer
+
+
 def chromium_print(binary, source, out):
     run_chromium(binary, [f"--print-to-pdf={out}", "--no-pdf-header-footer", "--generate-pdf-document-outline"],
                  source.resolve().as_uri(), timeout=900)
@@ -275,7 +321,13 @@ def check(reader, title, grouped, titles, page_of, all_headings):
                             f"its bookmark page {bookmarked[page]}")
         elif titles[page][1].split()[0] not in texts[bookmarked[page] - 1]:
             problems.append(f"PDF: page {bookmarked[page]} does not show the chapter title {titles[page][1]!r}")
-    garbled = [t for _, t, _ in flat if t not in {plain(h) for h in all_headings}]
+    captions = {caption for caption, _ in grouped if caption}
+    top = [t for depth, t, _ in flat if depth == 0]
+    if not captions <= set(top):
+        problems.append(f"PDF: the outline's top level lacks the parts {sorted(captions - set(top))}")
+    if titles[pages[0]][1] not in {normalize(t) for t in top}:
+        problems.append(f"PDF: the outline's top level lacks the first chapter {titles[pages[0]][1]!r}")
+    garbled = [t for _, t, _ in flat if t not in {plain(h) for h in all_headings} | captions]
     if garbled:
         problems.append(f"PDF: {len(garbled)} bookmarks do not read as their heading, e.g. {garbled[:3]}")
     if len(flat) <= len(pages):
@@ -341,7 +393,7 @@ def main(argv=None):
                 page_of = found
         finally:
             copy.unlink(missing_ok=True)
-        writer = PdfWriter(clone_from=reader)
+        writer = regroup_outline(reader, grouped, titles)
         retitle_bookmarks(writer, headings(text))
         writer.add_metadata({
             "/Title": title,
