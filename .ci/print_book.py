@@ -196,39 +196,8 @@ def print_copy(document, config, version, contents):
     return document[: article.end()] + title_page + contents + document[article.end():], title, author
 
 
-def outline(reader):
-    """``[(depth, title, page index), ...]`` of the PDF's bookmarks, in order."""
-    flat = []
-
-    def walk(items, depth):
-        for item in items:
-            if isinstance(item, list):
-                walk(item, depth + 1)
-            else:
-                flat.append((depth, normalize(item.title), reader.get_destination_page_number(item)))
-
-    walk(reader.outline, 0)
-    return flat
-
-
-def chapter_pages(flat, pages, titles):
-    """The page number (from 1) of each chapter: the next bookmark with its title, in order,
-    after the front matter (the title page repeats the first chapter's title)."""
-    front = [i for i, (_, title, _) in enumerate(flat) if title == "Contents"]
-    found, at = {}, front[0] + 1 if front else 0
-    for page in pages:
-        for i in range(at, len(flat)):
-            if same_title(flat[i][1], titles[page][1]):
-                found[page], at = flat[i][2] + 1, i + 1
-                break
-    return found
-
-
-def regroup_outline(reader, grouped, titles):
-    """A writer of ``reader``'s PDF whose outline has the book's parts and chapters at the top: the front
-    matter, the root chapter, then each part of ``_toc.yml`` (its caption, at its first chapter's page) with
-    its chapters under it, and each chapter's sections under the chapter as Chromium nested them. Chromium
-    nests every chapter under the first one (the single page's first heading)."""
+def bookmarks(reader):
+    """``[(depth, title, page index), ...]`` of the PDF's bookmarks, in order, titles as Chromium wrote them."""
     flat = []
 
     def walk(items, depth):
@@ -239,14 +208,40 @@ def regroup_outline(reader, grouped, titles):
                 flat.append((depth, str(item.title), reader.get_destination_page_number(item)))
 
     walk(reader.outline, 0)
-    pages = [page for _, group in grouped for page in group]
-    front = [i for i, (_, title, _) in enumerate(flat) if normalize(title) == "Contents"]
-    start, at = {}, front[0] + 1 if front else 0
+    return flat
+
+
+def outline(reader):
+    """:func:`bookmarks` with the titles normalized, for comparing them with headings."""
+    return [(depth, normalize(title), index) for depth, title, index in bookmarks(reader)]
+
+
+def chapter_bookmarks(flat, pages, titles):
+    """``{page: index in flat}`` of each chapter's bookmark: the next one with its title, in order, after the
+    front matter (the title page repeats the first chapter's title). ``flat`` from :func:`outline`."""
+    front = [i for i, (_, title, _) in enumerate(flat) if title == "Contents"]
+    found, at = {}, front[0] + 1 if front else 0
     for page in pages:
         for i in range(at, len(flat)):
-            if same_title(normalize(flat[i][1]), titles[page][1]):
-                start[page], at = i, i + 1
+            if same_title(flat[i][1], titles[page][1]):
+                found[page], at = i, i + 1
                 break
+    return found
+
+
+def chapter_pages(flat, pages, titles):
+    """The page number (from 1) of each chapter's bookmark (:func:`chapter_bookmarks`)."""
+    return {page: flat[i][2] + 1 for page, i in chapter_bookmarks(flat, pages, titles).items()}
+
+
+def regroup_outline(reader, grouped, titles):
+    """A writer of ``reader``'s PDF whose outline has the book's parts and chapters at the top: the front
+    matter, the root chapter, then each part of ``_toc.yml`` (its caption, at its first chapter's page) with
+    its chapters under it, and each chapter's sections under the chapter as Chromium nested them. Chromium
+    nests every chapter under the first one (the single page's first heading)."""
+    flat = bookmarks(reader)
+    pages = [page for _, group in grouped for page in group]
+    start = chapter_bookmarks(outline(reader), pages, titles)
     writer = PdfWriter(clone_from=reader)
     del writer.root_object[NameObject("/Outlines")]
     first = min(start.values()) if start else len(flat)

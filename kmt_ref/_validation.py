@@ -105,7 +105,8 @@ def check_writable(path, name="path", folder=True):
         with tempfile.TemporaryFile(dir=folder_path):
             pass
     except OSError as err:
-        raise ValueError(f"{name} cannot be written: {name}={path!r} ({err.strerror or err})") from None
+        raise ValueError(f"{name} cannot be written to: {name}={path!r} ({err.strerror or err}); choose another "
+                         "place") from None
     return path
 
 
@@ -421,7 +422,7 @@ def check_batch(X, centers, centers_name="init", finite_centers=True):
     this inside training, so nothing is copied and ``centers`` may be an
     ``autograd`` array box (its value is checked). ``finite_centers=False``
     lets non-finite centers through (an evaluation reports a diverged
-    iteration instead of refusing it).
+    iteration instead of refusing it), finite ones still within :data:`MAX_ABS`.
 
     Returns
     -------
@@ -441,6 +442,13 @@ def check_batch(X, centers, centers_name="init", finite_centers=True):
         _as_float_array(centers_name, value, "(B, k, d)", copy=False)
     elif value.dtype == object or not np.issubdtype(value.dtype, np.number) or np.iscomplexobj(value):
         raise ValueError(f"{centers_name} must be a real numeric array; got {centers_name}={_describe(centers)}")
+    else:  # non-finite centers pass (a diverged task); finite ones must still be in range
+        with np.errstate(invalid="ignore"):
+            huge = np.isfinite(value) & (np.abs(value) > MAX_ABS)
+        if np.any(huge):
+            bad = tuple(int(i) for i in np.argwhere(huge)[0])
+            raise ValueError(f"{centers_name} must be non-finite (a diverged task) or of magnitude at most "
+                             f"{MAX_ABS:g}; got {centers_name}{list(bad)}={value[bad]}")
     return X
 
 

@@ -152,6 +152,17 @@ def euclidean_hardmax_average(queries, keys, values=None):
     only when they are exactly equidistant, and then share the weight
     equally. Here a query at a time; the fast kernels find the same sets in
     chunks (:func:`~kmt_ref.geometry.nearest_center`).
+
+    Parameters
+    ----------
+    queries : ndarray, shape (..., m, D)
+    keys : ndarray, shape (..., r, D)
+    values : ndarray, shape (..., r, D'), optional
+        ``None`` stands for the identity (the result is then the weights, (..., m, r)).
+
+    Returns
+    -------
+    ndarray, shape (..., m, D')
     """
     batch = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
     Q, K = np.broadcast_to(queries, batch + queries.shape[-2:]), np.broadcast_to(keys, batch + keys.shape[-2:])
@@ -162,8 +173,9 @@ def euclidean_hardmax_average(queries, keys, values=None):
 
 
 def mean_over(mask, values=None):
-    """The mean of ``values`` over each row's ``True`` entries of ``mask`` (..., m, r): the sum of the chosen
-    rows divided by their count (:func:`hardmax_average`); ``values=None`` stands for the identity."""
+    """The mean of ``values`` (..., r, D') over each row's ``True`` entries of ``mask`` (..., m, r): the sum of
+    the chosen rows divided by their count, shape (..., m, D') (:func:`hardmax_average`); ``values=None``
+    stands for the identity (the result is then the weights, (..., m, r))."""
     count = np.count_nonzero(mask, axis=-1)
     out = mask.astype(float) if values is None else np.matmul(mask.astype(float), values)
     odd = count != 1

@@ -259,7 +259,16 @@ def dot_self_attention_resolution(X):
     (``R`` the largest ``||x||``: ``d + 1`` products and the rounded norm),
     so two scores whose exact values differ by ``||x_i - x_l||^2`` are
     ranked right once that exceeds twice the bound; this returns
-    ``8 (d + 2) eps R^2``, a little more. ``X`` (n, d) as the run measures it.
+    ``8 (d + 2) eps R^2``, a little more.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        The points as the run measures them (after its shift; validated by the run).
+
+    Returns
+    -------
+    float
     """
     d = X.shape[-1]
     return 8.0 * (d + 2) * np.finfo(float).eps * float(np.max(np.einsum("ij,ij->i", X, X)))

@@ -47,7 +47,7 @@ from ._validation import (
 )
 from .attention import NORMALIZERS
 from .engine import Engine
-from .readout import check_resolution, column_stats, labels_of, nearest_of_finite
+from .readout import _check_resolution, _column_stats, _labels, _nearest_of_finite
 from .tokens import TokenLayout
 from .trajectory import Trajectory, iterate
 
@@ -156,7 +156,7 @@ class KMeansTransformer:
         ``resolution(X) -> float``: the squared distance below which the
         model's point self-attention cannot tell two distinct points apart
         (``X`` (n, d) as the run measures it, after its shift). Every run
-        checks it before the first layer (:func:`~kmt_ref.readout.check_resolution`) and warns,
+        checks it before the first layer (``kmt_ref.readout._check_resolution``) and warns,
         naming the two closest distinct points, when they are closer.
 
     Attributes
@@ -314,7 +314,7 @@ class KMeansTransformer:
         origin = 0.0
         if self.translation_invariant:
             # The lower median is a data value: integer data stay integers, exact ties stay exact.
-            origin, lo, hi = column_stats(X)
+            origin, lo, hi = _column_stats(X)
             # Only where the shift is exact (Sterbenz: x - o is exact for o/2 <= x <= 2o), so that it moves
             # no decision: elsewhere the coordinate reaches zero and needs no shift for precision.
             lo = np.minimum(lo, np.min(C, axis=-2))
@@ -323,9 +323,9 @@ class KMeansTransformer:
                              (hi <= origin / 2) & (lo >= 2 * origin))
             origin = np.where(exact, origin, 0.0)[..., None, :]
             X -= origin  # X is the validated copy: moved in place, no second copy
-        check_resolution(self, X, origin)
+        _check_resolution(self, X, origin)
         # What the first layer assumes is said before any work (a run that fails on its way gets it too).
-        told = warn and self.assumption is not None and self._check_assumption(X, (C - origin)[None])
+        told = warn and n_layers > 0 and self.assumption is not None and self._check_assumption(X, (C - origin)[None])
         moved, last = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged, engine)
         traj = moved
         if self.translation_invariant:
@@ -399,9 +399,9 @@ class KMeansTransformer:
                 P, Q = self._embed(X, C)
             P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng, engine=engine, overwrite=True)
             if not has_y:
-                return layout.read(Q, "x"), nearest_of_finite(X, C)
+                return layout.read(Q, "x"), _nearest_of_finite(X, C)
             Y = layout.read(P, "y")
-            labels, finite = labels_of(Y)
+            labels, finite = _labels(Y)
             if first_bad is None and not finite:
                 first_bad = t
             return layout.read(Q, "x"), labels, Y

@@ -198,7 +198,13 @@ def finite_gamma_assumption(mechanisms, gamma):
         A row of :data:`CONFIGS` (or of the Theorem 2.2 configurations).
     gamma : float
         Finite, ``> 0``.
+
+    Returns
+    -------
+    callable
+        ``assumption(X, C)`` with ``X`` (n, d) and ``C`` (k, d): None where it holds, else what fails.
     """
+    gamma = check_positive(gamma, "gamma")
     gaps = {"euclidean": 2.0, "dot": 1.0}
 
     def assumption(X, C):

@@ -13,10 +13,10 @@ import numpy as np
 from .geometry import ASSIGN_ELEMENTS, closest_distinct_pair, nearest_center
 from .kernels.plain import FEW_KEYS, max_members
 
-__all__ = ["check_resolution", "column_stats", "labels_of", "nearest_of_finite"]
+__all__ = []  # helpers of KMeansTransformer.run, not an interface of their own
 
 
-def column_stats(X, width=64):
+def _column_stats(X, width=64):
     """The lower median, the minimum and the maximum of every coordinate of ``X`` (..., n, d), each (..., d).
 
     ``width`` columns at a time (a sorted copy of all of ``X`` would double the run's memory), each
@@ -38,7 +38,7 @@ def column_stats(X, width=64):
     return tuple(np.concatenate(parts, axis=-1) for parts in zip(*stats, strict=True))
 
 
-def nearest_of_finite(X, C):
+def _nearest_of_finite(X, C):
     """The nearest center of every point of the tasks whose centers are finite, 0 for a task that diverged
     (a run with ``diverged="return"`` reports it instead of refusing it)."""
     finite = np.all(np.isfinite(C), axis=(-2, -1))
@@ -50,7 +50,7 @@ def nearest_of_finite(X, C):
     return labels
 
 
-def labels_of(Y):
+def _labels(Y):
     """The arg-max of every row of an assignment block ``Y`` (..., n, k) and whether all of it is finite.
 
     A cache-sized chunk of rows at a time: NumPy's arg-max of a block of wider tokens is several times
@@ -75,7 +75,7 @@ def labels_of(Y):
     return labels, finite
 
 
-def check_resolution(model, X, origin=0.0):
+def _check_resolution(model, X, origin=0.0):
     """Warn when two distinct points of a task (``X`` as the run measures it, from ``origin``) are closer than
     ``model.resolution`` says its point self-attention can tell apart (no resolution: nothing to check)."""
     if model.resolution is None:

@@ -390,7 +390,7 @@ def test_a_block_on_a_large_batch_gives_each_task_the_numbers_it_has_alone():
 @pytest.mark.parametrize("k", [1, 5, kernels.plain.FEW_KEYS, 40])  # one center per row up to FEW_KEYS, then by rows
 @pytest.mark.parametrize("batch", [(), (3,)])
 def test_a_run_s_labels_are_numpy_s_arg_max_of_the_assignments_at_ties_and_non_finite_rows(k, batch):
-    from kmt_ref.readout import labels_of as _labels
+    from kmt_ref.readout import _labels
 
     rng = np.random.default_rng(k)
     tokens = rng.integers(0, 3, size=batch + (70_000 // k + 7, k + 4)).astype(float)  # several chunks, ties

@@ -303,7 +303,7 @@ def test_the_old_name_faithful_still_works_with_a_warning():
 
 
 def test_the_reference_point_of_a_run_is_every_coordinates_lower_median():
-    from kmt_ref.readout import column_stats as _column_stats
+    from kmt_ref.readout import _column_stats
 
     rng = np.random.default_rng(4)
     for shape in ((1, 1), (6, 1), (2, 7, 3), (3, 1001, 70)):

@@ -26,7 +26,7 @@ import numpy as np
 
 from .._validation import check_not_committed
 
-__all__ = ["save_checkpoint", "load_checkpoint", "check_checkpoint_dir", "check_writable", "checkpoint_lock",
+__all__ = ["save_checkpoint", "load_checkpoint", "check_checkpoint_dir", "checkpoint_lock",
            "stale_partial_save"]
 
 ARRAYS = ("theta", "adam_m", "adam_v", "train_loss", "val_step", "val_ratio", "val_objective", "val_lr")
@@ -98,18 +98,6 @@ def checkpoint_lock(path):
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def check_writable(path):
-    """Refuse, before any work, a checkpoint whose folder cannot be written to."""
-    folder = os.path.dirname(os.path.abspath(path))
-    probe = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.probe")
-    try:
-        os.close(_create_exclusively(probe))
-        os.unlink(probe)
-    except OSError as err:
-        raise ValueError(f"checkpoint={path!r}: its folder {folder!r} cannot be written to ({err.strerror}); "
-                         "choose another --results-dir") from None
 
 
 def _missing(names):

@@ -33,6 +33,7 @@ from .._validation import (
     check_k,
     check_not_committed,
     check_positive,
+    check_writable,
 )
 from ..classical import lloyd
 from ..engine import Engine
@@ -40,7 +41,6 @@ from ..geometry import kmeans_objective
 from ..tasks import check_family, draw_tasks, sample_tasks
 from .checkpoint import (
     check_checkpoint_dir,
-    check_writable,
     checkpoint_lock,
     load_checkpoint,
     save_checkpoint,
@@ -373,7 +373,7 @@ def train(config, checkpoint=None, resume=False, checkpoint_every=None, stop_at=
         return _train(config, None, resume, every, stop_at, progress, on_step, engine)
     checkpoint = check_not_committed(checkpoint, "checkpoint")
     check_checkpoint_dir(checkpoint)
-    check_writable(checkpoint)
+    check_writable(checkpoint, "checkpoint", folder=False)
     with checkpoint_lock(checkpoint):
         return _train(config, checkpoint, resume, every, stop_at, progress, on_step, engine)
 
