@@ -303,7 +303,7 @@ def center_lemmas(model, n=3):
         reset = _attend(model.blocks["SAC"], Q, Q, "SAC")
         _require(reset[:, layout.slices["x"]] + C, "SAC: center j does not subtract c_j")
     labels = _shown(layout.k, n)
-    P, Q, X, _, C = symbolic_tokens(layout, n, labels)
+    P, Q, _, _, _ = symbolic_tokens(layout, n, labels)
     return Identity(f"every assignment of the points to the centers (and SAC's write -c_j); shown, the assignment "
                     f"{[a + 1 for a in labels]}: the x block a_2 of CAC's write for center 2 is its cluster's mean",
                     sp.Symbol("a_2"), _attend(model.blocks["CAC"], Q, P, "CAC")[1, layout.slices["x"]],

@@ -202,7 +202,7 @@ def _limits():
 
 #: ``prctl`` option: orphaned descendants are re-parented to this process instead of to init (Linux).
 _PR_SET_CHILD_SUBREAPER = 36
-#: Seconds between two looks of the guardian at the checker (see :func:`_guardian`).
+#: Seconds between two looks of the guardian (``_GUARDIAN``) at the checker.
 GUARD_INTERVAL = 0.05
 #: The guardian: while its standard input stays open, it resumes the checker whenever it finds it stopped.
 _GUARDIAN = f"""
