@@ -7,16 +7,20 @@ singlehtml``, which reuses its executed pages; see .ci/book.sh)::
         --toc book/_toc.yml --config book/_config.yml --out book/_build/html/kmt_ref-book.pdf
 
 Route: Sphinx's single-page builder joins every page of the table of contents
-into one document. A print copy of it gets a title page, a contents page,
+into one document. A print copy of it gets a title page (with the paper it
+reproduces, from CITATION.cff, and the date of the commit), a contents page,
 print rules (A4, the page number at the foot of every page but the title page,
-every chapter from a new page) and its links rewritten: a link into the book
+every chapter from a new page, what scrolls sideways on screen wrapped) and
+its links rewritten: a link into the book
 becomes a link inside the PDF; a link that only means something on the web
 (a download, the search page, this PDF) loses its target. Chromium prints the
 copy twice with its document outline (bookmarks from the headings): the first
 print gives the page of every chapter, the second prints the contents with
 those pages. pypdf adds the metadata.
 
-Checks, each failing with what and where: the title page carries the title;
+Checks, each failing with what and where: the title page carries the title,
+the citation and the date; no page is blank; every word of the print copy is
+in the PDF's text as often (none cut off at the page's edge);
 the contents list every chapter of ``_toc.yml`` with the page its bookmark
 goes to, and that page starts with the chapter's title; a bookmark for every
 chapter and more bookmarks than chapters (sections); the outline's top level
@@ -28,14 +32,20 @@ of the web book links to the PDF.
 """
 
 import argparse
+import collections
+import datetime
 import html
 import logging
 import re
+import subprocess
 import sys
 import tempfile
+import unicodedata
+from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import yaml
 from pypdf import PdfReader, PdfWriter
 from pypdf.generic import NameObject, TextStringObject
 
@@ -50,14 +60,23 @@ PRINT_CSS = """
 #kmt-title-page { break-after: page; text-align: center; padding-top: 28vh; }
 #kmt-title-page h1 { font-size: 2.4em; margin-bottom: 0.6em; }
 #kmt-title-page p { font-size: 1.1em; margin: 0.4em 0; }
+#kmt-title-page p.kmt-cited { font-style: italic; margin: 0.4em 10% 2em; }
 #kmt-contents { break-after: page; }
 #kmt-contents ol { list-style: none; padding-left: 0; }
 #kmt-contents li.part { font-weight: bold; margin-top: 0.8em; }
 #kmt-contents li.chapter { display: flex; padding-left: 1.2em; }
 #kmt-contents li.chapter a { flex: 1; }
-span[id^="document-"] + section { break-before: page; }
+/* The chapter's (empty) marker starts the page, not its section: an empty line box after a full page would
+   otherwise spill onto a page of its own before the section's break. */
+span[id^="document-"] { display: block; break-before: page; }
 /* The theme hides each page's first h1 in print (it prints the title apart): one document, keep them. */
 .bd-main .bd-content .bd-article h1:first-of-type { display: block !important; }
+/* Paper does not scroll: what scrolls sideways on screen wraps inside the page instead of being cut at its edge. */
+.pst-scrollable-table-container, .table-wrapper, .cell_output, .output, div.highlight, pre {
+  overflow: visible !important; }
+table { width: 100% !important; max-width: 100% !important; }
+td, th { overflow-wrap: anywhere; }
+pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 #jb-print-docs-body, .headerlink, .prev-next-area, .bd-header-article, .bd-footer-article,
 .bd-footer-content, .bd-sidebar-secondary, #kmt-probe { display: none !important; }
 """
@@ -182,12 +201,31 @@ def contents_html(grouped, titles, page_of):
     return '<div id="kmt-contents"><h1>Contents</h1><ol>' + "".join(rows) + "</ol></div>"
 
 
-def print_copy(document, config, version, contents):
+def citation(cff):
+    """The paper the book reproduces, as one line, from CITATION.cff's preferred citation."""
+    paper = yaml.safe_load(Path(cff).read_text(encoding="utf-8"))["preferred-citation"]
+    names = [a["family-names"] for a in paper["authors"]]
+    ids = ", ".join(i["value"] for i in paper.get("identifiers", []))
+    return (f"{', '.join(names[:-1])} and {names[-1]}, \u201c{paper['title']}\u201d, "
+            f"{paper['collection-title']}, {paper['year']}" + (f" ({ids})" if ids else ""))
+
+
+def edition_date():
+    """The date of the commit the book is built from (the day it was printed, outside a git checkout)."""
+    done = subprocess.run(["git", "log", "-1", "--format=%cs"], capture_output=True, text=True)
+    date = done.stdout.strip()
+    if done.returncode != 0 or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+        date = datetime.date.today().isoformat()
+    return date
+
+
+def print_copy(document, config, version, contents, cited, date):
     title = re.search(r'^title:\s*"?(.+?)"?\s*$', config, re.M).group(1)
     author = re.search(r'^author:\s*"?(.+?)"?\s*$', config, re.M).group(1)
     title_page = (f'<div id="kmt-title-page"><h1>{html.escape(title)}</h1>'
-                  f"<p>A readable NumPy reference, tutorial and workbook</p>"
-                  f"<p>{html.escape(author)}</p><p>kmt_ref {html.escape(version)}</p></div>")
+                  f"<p>A readable NumPy reference, tutorial and workbook of</p>"
+                  f'<p class="kmt-cited">{html.escape(cited)}</p>'
+                  f"<p>{html.escape(author)}</p><p>kmt_ref {html.escape(version)}, {html.escape(date)}</p></div>")
     document = re.sub(r"<title>.*?</title>", f"<title>{html.escape(title)}</title>", document, count=1, flags=re.S)
     document = document.replace("</head>", f"<style>{PRINT_CSS}</style></head>", 1)
     article = re.search(r'<article class="bd-article"[^>]*>', document)
@@ -300,11 +338,65 @@ def link_problems(reader):
     return problems, internal
 
 
-def check(reader, title, grouped, titles, page_of, all_headings):
+class BookText(HTMLParser):
+    """The words a reader of the print copy sees: its article's text without what print hides (scripts,
+    closed folds, heading links, the footer, an animation's player, printed as its last frame) and without
+    formulas (MathJax draws them, not as words)."""
+
+    HIDDEN = {"script", "style", "details", "button", "template", "mjx-assistive-mml"}
+    HIDDEN_CLASSES = {"math", "headerlink", "prev-next-area", "toggle-details", "bd-footer-content", "animation"}
+    VOID = {"br", "img", "hr", "input", "meta", "link", "source", "wbr", "col", "area", "embed", "track"}
+
+    def __init__(self):
+        super().__init__()
+        self.open, self.hidden, self.text = [], 0, []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.VOID:
+            return
+        attrs = dict(attrs)
+        hides = (tag in self.HIDDEN or attrs.get("id") == "jb-print-docs-body"
+                 or bool(self.HIDDEN_CLASSES & set((attrs.get("class") or "").split())))
+        self.open.append(hides)
+        self.hidden += hides
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self.open:
+            self.hidden -= self.open.pop()
+
+    def handle_data(self, data):
+        if not self.hidden:
+            self.text.append(data)
+
+
+WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+def missing_words(copy, texts):
+    """Words of the print copy's article the PDF shows fewer times than the copy has them: text cut off
+    at the edge of the page (a box that scrolls on screen clips on paper), or lost otherwise."""
+    parser = BookText()
+    parser.feed(copy[copy.index('<article class="bd-article"'):])
+    wanted = collections.Counter(WORD.findall(" ".join(parser.text)))
+    printed = collections.Counter(WORD.findall(unicodedata.normalize("NFKC", " ".join(texts))))
+    return {word: n - printed[word] for word, n in wanted.items() if n > printed[word]}
+
+
+def check(reader, title, grouped, titles, page_of, all_headings, copy, cited, date):
     problems = []
     texts = [page.extract_text() or "" for page in reader.pages]
-    if title not in " ".join(texts[0].split()):
-        problems.append(f"PDF: the title page does not show the title {title!r}")
+    front = " ".join(texts[0].split())
+    for what, shown in (("title", title), ("citation of the paper", cited), ("date", date)):
+        if shown not in front:
+            problems.append(f"PDF: the title page does not show the {what} {shown!r}")
+    blank = [n for n, (page, text) in enumerate(zip(reader.pages, texts, strict=True), start=1)
+             if text.strip() in ("", str(n)) and not page.images]
+    if blank:
+        problems.append(f"PDF: blank pages {blank} (nothing on them but the page number)")
+    lost = missing_words(copy, texts)
+    if lost:
+        problems.append(f"PDF: {sum(lost.values())} words of the book are missing from the PDF's text (cut off "
+                        f"at the page's edge?), e.g. {sorted(lost)[:12]}")
     pages = [page for _, group in grouped for page in group]
     flat = outline(reader)
     bookmarked = chapter_pages(flat, pages, titles)
@@ -370,6 +462,7 @@ def main(argv=None):
         sys.exit(f"print_book: chapters not found in the single-page book: {missing}")
     init = Path("kmt_ref/__init__.py").read_text(encoding="utf-8")
     version = re.search(r'^__version__ = "(.+)"', init, re.M).group(1)
+    cited, date = citation("CITATION.cff"), edition_date()
     config = args.config.read_text(encoding="utf-8")
     document = rewrite_links(document, root)
     binary = chromium_binary()
@@ -379,7 +472,8 @@ def main(argv=None):
         try:
             page_of = {}
             for attempt in ("pages", "contents"):
-                text, title, author = print_copy(document, config, version, contents_html(grouped, titles, page_of))
+                text, title, author = print_copy(document, config, version, contents_html(grouped, titles, page_of),
+                                                 cited, date)
                 copy.write_text(text, encoding="utf-8")
                 reader = chromium_print(binary, copy, Path(tmp) / f"{attempt}.pdf")
                 found = chapter_pages(outline(reader), pages, titles)
@@ -402,7 +496,8 @@ def main(argv=None):
             writer.write(handle)
 
     reader = PdfReader(args.out)
-    problems, bookmarks, internal = check(reader, title, grouped, titles, page_of, headings(text))
+    problems, bookmarks, internal = check(reader, title, grouped, titles, page_of, headings(text), text, cited,
+                                          date)
     linked = "".join((args.html_dir / name).read_text(encoding="utf-8") for name in ("index.html", f"{root}.html"))
     if f'href="{args.out.name}"' not in linked:
         problems.append(f"PDF: the first page of the web book does not link to {args.out.name}")

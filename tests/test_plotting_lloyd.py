@@ -109,7 +109,12 @@ def test_layer_diagram_and_offline_animation():
     X, init, _ = kmt_ref.gaussian_mixture(np.random.default_rng(0), n=60, d=2, k=3)
     traj = kmt_ref.lloyd_transformer(2, 3).run(X, init, 2)
     html = offline_html(animate_layers(X, traj))
-    assert html.count("data:image/png;base64") == 3  # one frame per layer, and the start
+    frames = re.findall(r'frames\[\d+\] = "(data:image/png;base64,[^"]+)"', html)
+    assert len(frames) == 3  # one frame per layer, and the start
+    # Printed, the last frame in place of the player (the same picture, its line breaks joined).
+    printed = re.search(r'<img class="kmt-last-frame" src="([^"]+)"', html).group(1)
+    assert printed == frames[-1].replace("\\\n", "") != frames[0].replace("\\\n", "")
+    assert "@media print" in html and html.count("data:image/png;base64") == 4
     assert not re.search(r"(src|href)=[\"']?(https?:)?//", html)
     # Every button of the player carries a drawn icon: no icon font, no character a font may lack.
     assert "<i class" not in html and "fa-play" not in html

@@ -104,7 +104,7 @@ def plot_ablations(result):
                        for p in result["per_seed"]] for name in names])  # (ablations, seeds)
     blocks = list(dict.fromkeys(name.split(": ")[0] for name in names))
     colors = rcParams["axes.prop_cycle"].by_key()["color"]
-    fig = Figure(figsize=(6.2, 0.22 * len(names) + 1.0), layout="constrained")
+    fig = Figure(figsize=(6.2, 0.26 * len(names) + 1.0), layout="constrained")
     ax = fig.subplots()
     y = np.arange(len(names))[::-1]
     for row, name, values in zip(y, names, share, strict=True):
@@ -114,7 +114,7 @@ def plot_ablations(result):
     ax.axvline(0, color="k", linewidth=0.8)
     ax.axvline(1, color="k", linewidth=0.8, linestyle="--")
     ax.set_xscale("symlog", linthresh=1.0)
-    ax.set_yticks(y, names, fontsize=7)
+    ax.set_yticks(y, names, fontsize=8.5)
     ax.set_ylim(-0.7, len(names) - 0.3)
     ax.set_xlabel("cost as a multiple of the layer's gain over Lloyd\n(1: the layer then ties with Lloyd)")
     ax.grid(alpha=0.3, axis="x")

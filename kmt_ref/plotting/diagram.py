@@ -150,10 +150,21 @@ def animate_layers(X, trajectory, names=None, interval=700):
     return anim
 
 
+#: Paper cannot play: a printed page shows the last frame instead of the player.
+PRINT_LAST_FRAME = (
+    "<style>.kmt-last-frame { display: none; }"
+    " @media print { .animation { display: none !important; }"
+    " .kmt-last-frame { display: block; max-width: 100%; margin: 0 auto; } }</style>"
+)
+
+
 def offline_html(anim):
-    """The animation as a self-contained HTML player (``to_jshtml`` without its CDN stylesheet)."""
+    """The animation as a self-contained HTML player (``to_jshtml`` without its CDN stylesheet); printed,
+    its last frame."""
     html = re.sub(r"<link[^>]*font-awesome[^>]*>", "", anim.to_jshtml())
     html = re.sub(r'<i class="fa ([^"]+)"></i>', lambda m: _icon(m.group(1)), html)
+    last = re.findall(r'frames\[\d+\] = "(data:image/[^"]+)"', html)[-1].replace("\\\n", "")
+    html += f'{PRINT_LAST_FRAME}<img class="kmt-last-frame" src="{last}" alt="the last frame of the animation">'
     if re.search(r"(src|href)=[\"']?(https?:)?//", html):
         raise RuntimeError("the animation's HTML still links to the network")
     return html

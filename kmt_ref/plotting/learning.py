@@ -37,7 +37,9 @@ def plot_log_objective(curves, title="mean log k-means objective", paper=None):
     -------
     matplotlib.figure.Figure
     """
-    fig = Figure(figsize=(5.5, 3.6), layout="constrained")
+    entries = len(curves) + bool(paper)
+    # The legend goes below the axes, two entries a row: curves fill the whole plot area.
+    fig = Figure(figsize=(5.5, 3.6 + 0.22 * -(-entries // 2)), layout="constrained")
     ax = fig.subplots()
     colors = rcParams["axes.prop_cycle"].by_key()["color"]
     n_steps = 0
@@ -47,12 +49,12 @@ def plot_log_objective(curves, title="mean log k-means objective", paper=None):
     for i, (label, value) in enumerate((paper or {}).items()):
         ax.plot([n_steps], [value], marker="<", color="k", linestyle="none",
                 label="paper" if i == 0 else None)
-        ax.annotate(label, (n_steps, value), xytext=(4, 0), textcoords="offset points", fontsize=7,
+        ax.annotate(label, (n_steps, value), xytext=(4, 0), textcoords="offset points", fontsize=8,
                     va="center")
     ax.set_xlabel("clustering steps (layer applications)")
     ax.set_ylabel("mean log objective")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.grid(alpha=0.3)
     return fig
 
@@ -150,8 +152,8 @@ def _block_edges(ax, d, width):
         ax.axvline(d - 0.5, color="k", linewidth=0.6)
     ticks = [(d - 1) / 2] + ([(d + width - 1) / 2] if d < width else [])
     labels = ["x"] + (["y"] if d < width else [])
-    ax.set_xticks(ticks, labels, fontsize=7)
-    ax.set_yticks(ticks, labels, fontsize=7)
+    ax.set_xticks(ticks, labels, fontsize=9)
+    ax.set_yticks(ticks, labels, fontsize=9)
     ax.tick_params(length=0)
 
 
@@ -189,7 +191,7 @@ def plot_weights(theta, config, reference=None):
             row = axes[2 * m + j]
             for ax, b, M in zip(row, BLOCK_NAMES, mats, strict=True):
                 image = ax.imshow(M, cmap="RdBu_r", vmin=-lim, vmax=lim)
-                ax.set_title(f"{label} {b}: {kind}", fontsize=8)
+                ax.set_title(f"{label} {b}: {kind}", fontsize=9)
                 _block_edges(ax, config.d, config.width)
             fig.colorbar(image, ax=list(row), shrink=0.85, pad=0.01)
     return fig
@@ -227,10 +229,10 @@ def plot_attention_maps(maps_by_model, order=None):
                     A = A[:, order]
             ax = axes[r, c]
             image = ax.imshow(A, aspect="auto", cmap="viridis", interpolation="nearest", vmin=0.0, vmax=1.0)
-            ax.set_title(f"{label}: {name}", fontsize=8)
+            ax.set_title(f"{label}: {name}", fontsize=9)
             queries, keys = _AXES[name]
-            ax.set_ylabel(f"{queries} (queries)", fontsize=7)
-            ax.set_xlabel(f"{keys} (keys)", fontsize=7)
+            ax.set_ylabel(f"{queries} (queries)", fontsize=9)
+            ax.set_xlabel(f"{keys} (keys)", fontsize=9)
             ax.set_xticks([])
             ax.set_yticks([])
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, pad=0.01, label="attention weight")

@@ -20,7 +20,7 @@ def plot_outlier_experiment(result):
     """
     ex, errors = result["example"], result["errors"]
     X, means, out = ex["X"], ex["means"], ex["is_outlier"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.8), layout="constrained")
     left.scatter(*X[~out, :2].T, s=6, c="0.75", label="inliers")
     left.scatter(*means[:, :2].T, marker="*", s=220, c="k", label="true means")
     markers = ["o", "s", "^", "D", "v", "P"]
@@ -30,14 +30,14 @@ def plot_outlier_experiment(result):
     left.set_xlim(-0.25, 1.25)
     left.set_ylim(-0.25, 1.25)
     left.set_title(f"first task ({int(out.sum())} outliers, all outside this window)")
-    left.legend(fontsize=9, loc="upper left")
+    # Below the panels, not over the points.
+    fig.legend(*left.get_legend_handles_labels(), fontsize=9, loc="outside lower center", ncol=3)
     names = list(errors)
     right.boxplot([errors[n] for n in names], orientation="horizontal")
     right.set_yticks(np.arange(1, len(names) + 1), names, fontsize=9)
     right.set_xscale("log")
     right.set_xlabel("RMS distance of the centers to the true means")
     right.set_title(f"{len(next(iter(errors.values())))} tasks")
-    fig.tight_layout()
     return fig
 
 
@@ -63,6 +63,6 @@ def plot_medoid_law(X, centers, law, ax=None):
     ax.scatter(*np.asarray(centers)[:, :2].T, marker="x", s=120, c="r", label="current medoids")
     fig.colorbar(sc, ax=ax, label="probability of becoming the next medoid")
     ax.set_aspect("equal")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0, 1.01), borderaxespad=0)  # above: not over points
     fig.tight_layout()
     return fig
