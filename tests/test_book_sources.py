@@ -202,3 +202,22 @@ def test_the_reproduction_map_and_the_experiment_registry_agree():
     assert named <= set(EXPERIMENTS), named - set(EXPERIMENTS)
     of_the_paper = {name for name, e in EXPERIMENTS.items() if e.paper.startswith("paper")}
     assert of_the_paper <= named, of_the_paper - named
+
+
+def markdown_headings(text):
+    """The headings of a page's Markdown, code cells and fenced blocks left out (their ``#`` are comments)."""
+    found, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,6} ", line):
+            found.append(line)
+    return found
+
+
+@pytest.mark.parametrize("page", pages())
+def test_headings_write_k_in_italics(page):
+    """One typography for the k of k-means and k-medoids in every title: *k*, as the first chapters have it."""
+    plain = [h for h in markdown_headings((BOOK / f"{page}.md").read_text())
+             if re.search(r"(?<![*$\w])k-(means|medoids)|\$k\$-", h)]
+    assert not plain, f"{page}: headings with a plain k: {plain}"
