@@ -49,9 +49,14 @@ def test_bench_grid_sets_every_model_beside_lloyd_at_every_point():
             assert r["ratios"][name] == r["seconds"][name] / r["seconds"]["lloyd"]
     text = format_grid(rows)
     assert "largest ratio" in text and all(name in text for name in GRID_MODELS)
+    # Every target has its verdict: met, or missed by how much.
+    fixed = [dict(r, ratios={name: (1.5 if i else 3.0) for name in r["ratios"]}) for i, r in enumerate(rows)]
+    assert all(f"{name}: 3.00x, target <= 2.00x: missed by 1.50x" in format_grid(fixed) for name in GRID_MODELS)
+    fast = [dict(r, ratios={name: 1.5 for name in r["ratios"]}) for r in rows]
+    assert format_grid(fast).count("target <= 2.00x: met") == len(GRID_MODELS)
     with_sklearn = [dict(r, ratios=dict(r["ratios"], **{"scikit-learn": s}))
                     for r, s in zip(rows, (0.5, 0.25), strict=True)]
-    assert "at most 4.00x its time" in format_grid(with_sklearn)
+    assert "at most 4.00x its time, target <= 1.50x: missed by 2.67x" in format_grid(with_sklearn)
 
 
 def test_bench_rejects_a_non_positive_thread_count():
