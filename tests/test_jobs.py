@@ -12,7 +12,7 @@ import pytest
 from kmt_ref.__main__ import main as kmt_main
 from kmt_ref.learning.checkpoint import load_checkpoint
 from kmt_ref.learning.train import load_result
-from kmt_ref.programs import experiments, jobs
+from kmt_ref.programs import experiments, jobs, runs
 from kmt_ref.programs import paper_sweep as ps
 
 distributed = pytest.importorskip("distributed")
@@ -198,7 +198,7 @@ def test_full_puts_the_committed_cells_first_and_adds_every_other_cell():
 
 
 def _trainings():
-    return experiments.train_jobs("quick", [5], ("d+k", "d"), [TINY])
+    return runs.train_jobs("quick", [5], ("d+k", "d"), [TINY])
 
 
 def test_two_trainings_on_a_local_dask_cluster_equal_the_in_process_ones(tmp_path):
@@ -214,7 +214,7 @@ def test_two_trainings_on_a_local_dask_cluster_equal_the_in_process_ones(tmp_pat
 def test_evaluations_on_a_local_dask_cluster_equal_the_in_process_ones(tmp_path):
     here = jobs.run_jobs(_trainings(), str(tmp_path))
     models = [load_result(str(tmp_path / r["checkpoint"])) for r in here]
-    evaluations = [experiments.evaluate_job_of(r, 3, 4, reembed, {"n": 30})
+    evaluations = [runs.evaluate_job_of(r, 3, 4, reembed, {"n": 30})
                    for r in models for reembed in (True, False)]
     assert len({job.name for job in evaluations}) == 4  # every input is in the name (Dask keys results by it)
     local = jobs.run_jobs(evaluations)
@@ -225,8 +225,8 @@ def test_evaluations_on_a_local_dask_cluster_equal_the_in_process_ones(tmp_path)
 
 
 def test_an_evaluation_names_a_committed_model_inside_the_package_and_checks_its_step():
-    r = load_result(os.path.join(experiments.RESULTS_DIR, "paper", "dk-seed0.npz"))
-    job = experiments.evaluate_job_of(r, 1, 2)
+    r = load_result(os.path.join(runs.RESULTS_DIR, "paper", "dk-seed0.npz"))
+    job = runs.evaluate_job_of(r, 1, 2)
     assert job.inputs["committed"] and job.inputs["checkpoint"] == os.path.join("paper", "dk-seed0.npz")
     assert len(jobs.run_job(job)["model"]) == 2
     with pytest.raises(ValueError, match="step"):
@@ -245,7 +245,7 @@ def test_a_stored_training_holds_only_while_its_checkpoint_does(tmp_path):
 
 
 def test_a_worker_killed_mid_training_loses_nothing(tmp_path):
-    job = experiments.train_jobs("quick", [6], ("d+k",), [dict(TINY, n_steps=3000)])[0]
+    job = runs.train_jobs("quick", [6], ("d+k",), [dict(TINY, n_steps=3000)])[0]
     reference = jobs.run_job(job, str(tmp_path / "here"))
     checkpoint = str(tmp_path / "there" / reference["checkpoint"])
     with jobs.cluster(workers=1) as client:
@@ -279,8 +279,8 @@ def test_train_runs_its_jobs_on_a_scheduler_given_by_address(tmp_path, capsys):
 def test_the_readme_counts_the_jobs_the_commands_make():
     text = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
     seeds, tokens = range(10), ("d+k", "d")
-    paper = experiments.train_jobs("paper", seeds, tokens)
-    figures = experiments.train_jobs("paper", seeds, tokens, [o for o in experiments.figure_runs("paper") if o])
+    paper = runs.train_jobs("paper", seeds, tokens)
+    figures = runs.train_jobs("paper", seeds, tokens, [o for o in experiments.figure_runs("paper") if o])
     cells = ps.cell_jobs(full=True)
     assert (len(paper), len(figures), len(cells)) == (20, 240, 10_000)
     assert "the 20 models above" in text and "the 240 models of Figures 9 and 10" in text
@@ -296,8 +296,8 @@ def test_an_experiment_trains_the_models_it_lacks_as_jobs_on_a_cluster(tmp_path,
                 train=dict(d=2, k=3, n=24, batch=3, eval_every=4))
     monkeypatch.setitem(protocols.SCALES, "quick", tiny)
     here = registry.run_experiment("ablation", "quick", str(tmp_path / "here"), progress=False)
-    evaluated, real = [], experiments.evaluate_job
-    monkeypatch.setattr(experiments, "evaluate_job", lambda *a, **kw: evaluated.append(
+    evaluated, real = [], runs.evaluate_job
+    monkeypatch.setattr(runs, "evaluate_job", lambda *a, **kw: evaluated.append(
         threading.current_thread().name) or real(*a, **kw))
     # Threads, not processes: the workers see this test's scale.
     with distributed.LocalCluster(n_workers=2, processes=False, dashboard_address=None) as local, \

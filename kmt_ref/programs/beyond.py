@@ -27,7 +27,7 @@ from ..real_data import (
 )
 from ..tasks import gaussian_mixture
 from ..variants.registry import EXACT_TOL
-from .experiments import _curves, _finite, _models, _status, _summary
+from . import runs
 
 __all__ = ["any_k", "multi_step", "real_data", "real_data_starts", "ANY_K", "MULTI_STEP", "MULTI_STEP_EVERY"]
 
@@ -53,25 +53,25 @@ def any_k(scale="beyond", results_dir=None, train_missing=True, progress=True, s
         "tied": (f"tied [x | y], trained at k = {base}", "d+k", dict(tied=True)),
         "d_only": (f"[x] only, trained at k = {base}", "d", {}),
     }
-    models = {key: _models(scale, tokens, results_dir, train_missing, progress, seeds, engine, **o)
+    models = {key: runs.seed_models(scale, tokens, results_dir, train_missing, progress, seeds, engine, **o)
               for key, (_, tokens, o) in kinds.items()}
     out = dict(ks=list(ANY_K), trained_at_k=base, models={key: label for key, (label, _, _) in kinds.items()},
-               status={key: _status(m) for key, m in models.items()}, per_k={})
+               status={key: runs.status(m) for key, m in models.items()}, per_k={})
     for k in ANY_K:
-        standard = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine,
+        standard = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine,
                            **({} if k == base else dict(k=k)))
-        row = dict(standard_model=f"standard [x | y], trained at k = {k}", standard_status=_status(standard))
-        m, ll, _ = _curves(standard, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine, k=k)
-        row.update(lloyd=_summary(ll), standard=_summary(m), lloyd_log_objective=float(np.median(ll[:, -1])),
-                   standard_log_objective=_finite([np.median(m[:, -1])])[0],
-                   lloyd_final=_finite(ll[:, -1]), standard_final=_finite(m[:, -1]))
+        row = dict(standard_model=f"standard [x | y], trained at k = {k}", standard_status=runs.status(standard))
+        m, ll, _ = runs.curves(standard, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine, k=k)
+        row.update(lloyd=runs.summary(ll), standard=runs.summary(m), lloyd_log_objective=float(np.median(ll[:, -1])),
+                   standard_log_objective=runs.finite([np.median(m[:, -1])])[0],
+                   lloyd_final=runs.finite(ll[:, -1]), standard_final=runs.finite(m[:, -1]))
         for key, ms in models.items():
-            m, ll2, _ = _curves(ms, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine, k=k)
+            m, ll2, _ = runs.curves(ms, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine, k=k)
             if not np.array_equal(ll, ll2):
                 raise AssertionError("the models of one k were evaluated on different tasks")
-            row[key] = _summary(m)
-            row[f"{key}_log_objective"] = _finite([np.median(m[:, -1])])[0]
-            row[f"{key}_final"] = _finite(m[:, -1])
+            row[key] = runs.summary(m)
+            row[f"{key}_log_objective"] = runs.finite([np.median(m[:, -1])])[0]
+            row[f"{key}_final"] = runs.finite(m[:, -1])
         row["learned_log_objective"] = row["tied_log_objective"]
         row["seeds"] = row["standard_status"]["seeds"]
         out["per_k"][f"k={k}"] = row
@@ -87,24 +87,24 @@ def multi_step(scale="beyond", results_dir=None, train_missing=True, progress=Tr
     and ``loss_on``.
     """
     s = SCALES[scale]
-    runs = [(T, "last") for T in MULTI_STEP] + [(T, "every") for T in MULTI_STEP_EVERY]
+    settings = [(T, "last") for T in MULTI_STEP] + [(T, "every") for T in MULTI_STEP_EVERY]
     out = dict(n_layers=list(MULTI_STEP), n_layers_every=list(MULTI_STEP_EVERY), per_n_layers={})
     lloyd = None
-    for T, loss_on in runs:
+    for T, loss_on in settings:
         overrides = {} if T == 1 else dict(n_layers=T, **({} if loss_on == "last" else dict(loss_on=loss_on)))
-        models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine, **overrides)
-        m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
+        models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine, **overrides)
+        m, ll, _ = runs.curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
         if lloyd is not None and not np.array_equal(ll, lloyd):
             raise AssertionError("the models of different T were evaluated on different tasks")
         lloyd = ll
         key = f"T={T}" + ("" if loss_on == "last" else ", loss on every step")
         out["per_n_layers"][key] = dict(
             n_layers=T, loss_on=loss_on,
-            **_status(models), learned=_summary(m), lloyd=_summary(ll),
+            **runs.status(models), learned=runs.summary(m), lloyd=runs.summary(ll),
             lloyd_log_objective=float(np.median(ll[:, -1])),
-            learned_log_objective=_finite([np.median(m[:, -1])])[0],
-            learned_log_objective_at_T=_finite([np.median(m[:, T])])[0],
-            lloyd_final=_finite(ll[:, -1]), learned_final=_finite(m[:, -1]),
+            learned_log_objective=runs.finite([np.median(m[:, -1])])[0],
+            learned_log_objective_at_T=runs.finite([np.median(m[:, T])])[0],
+            lloyd_final=runs.finite(ll[:, -1]), learned_final=runs.finite(m[:, -1]),
             lloyd_log_objective_at_T=float(np.median(ll[:, T])),
             val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
         )
@@ -228,10 +228,10 @@ def real_data(scale="beyond", results_dir=None, train_missing=True, progress=Tru
     s = SCALES[scale]
     base = run_config(scale)
     kinds = {"tied": ("d+k", dict(tied=True)), "d_only": ("d", {}), "standard": ("d+k", {})}
-    models = {key: _models(scale, tokens, results_dir, train_missing, progress, seeds, engine, **o)
+    models = {key: runs.seed_models(scale, tokens, results_dir, train_missing, progress, seeds, engine, **o)
               for key, (tokens, o) in kinds.items()}
     out = dict(restarts=REAL_DATA_RESTARTS, construction_layers=REAL_DATA_LAYERS, gammas=list(REAL_DATA_GAMMAS),
-               n_eval_steps=s["n_eval_steps"], width=base.d, status={key: _status(m) for key, m in models.items()},
+               n_eval_steps=s["n_eval_steps"], width=base.d, status={key: runs.status(m) for key, m in models.items()},
                training_separation=_training_separation(base), per_dataset={})
     for index, name in enumerate(DATASETS):
         X, labels = load_dataset(name)

@@ -24,7 +24,7 @@ import sys
 from .._validation import check_writable
 from ..engine import Engine
 from ..learning import protocols
-from . import experiments
+from . import experiments, runs
 from ._cli import integer_at_least, positive_number
 from .jobs import MAX_WORKERS, check_cluster, cluster, run_jobs
 from .registry import EXPERIMENTS, run_experiment
@@ -124,7 +124,7 @@ def reproduce(name, argv=()):
         print(json.dumps(out, indent=1) if args.json else report_text(name, out))
         return 0
     try:
-        results_dir = check_writable(args.results_dir or experiments.default_results_dir(), "--results-dir")
+        results_dir = check_writable(args.results_dir or runs.default_results_dir(), "--results-dir")
         check_cluster(args.scheduler, args.workers)
     except ValueError as err:
         parser.error(str(err))
@@ -192,10 +192,10 @@ def train_command(argv=()):
         parser.error("--figure-settings sets k, d and tau: leave out --k, --d and --tau")
     settings = ([dict(overrides, **o) for o in experiments.figure_runs(scale)] if args.figure_settings
                 else [overrides])
-    jobs = experiments.train_jobs(scale, args.seeds or [0 if args.seed is None else args.seed], args.tokens,
+    jobs = runs.train_jobs(scale, args.seeds or [0 if args.seed is None else args.seed], args.tokens,
                                   settings)
     try:
-        results_dir = check_writable(args.results_dir or experiments.default_results_dir(), "--results-dir")
+        results_dir = check_writable(args.results_dir or runs.default_results_dir(), "--results-dir")
         for job in jobs:
             protocols.run_config(scale, job.inputs["tokens"], job.inputs["seed"], **job.inputs["overrides"])
         check_cluster(args.scheduler, args.workers)

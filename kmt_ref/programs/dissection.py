@@ -30,8 +30,8 @@ from ..learning.evaluate import evaluation_tasks, lloyd_curve, model_curve
 from ..learning.model import params_from_transformer, to_transformer, unflatten
 from ..learning.protocols import SCALES
 from ..lloyd_transformer import lloyd_transformer
+from . import runs
 from ._results import check_output_dir
-from .experiments import _models, _status
 
 __all__ = ["ABLATIONS", "CONSTRUCTION_GAMMA", "DISSECTION_TASKS", "QUANTITY_TASKS", "ablated", "first_layer_quantities",
            "dissection"]
@@ -234,7 +234,7 @@ def dissection(scale="quick", results_dir=None, train_missing=True, progress=Tru
     ablations it lacks (added since it ran) are computed.
     """
     s = SCALES[scale]
-    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
+    models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
     n_tasks, n_steps = min(DISSECTION_TASKS, s["eval_tasks"]), s["n_eval_steps"]
     per_seed = []
     for r in models:
@@ -260,5 +260,5 @@ def dissection(scale="quick", results_dir=None, train_missing=True, progress=Tru
         summary[name] = dict(median=float(np.median(loss)), min=float(np.min(loss)), max=float(np.max(loss)),
                              share_of_gain=float(np.median([a / g for a, g in zip(loss, gain, strict=True)])))
     quantities = {key: [p["quantities"][key] for p in per_seed] for key in per_seed[0]["quantities"]}
-    return dict(**_status(models), n_tasks=n_tasks, n_eval_steps=n_steps, quantity_tasks=QUANTITY_TASKS, gain=gain,
+    return dict(**runs.status(models), n_tasks=n_tasks, n_eval_steps=n_steps, quantity_tasks=QUANTITY_TASKS, gain=gain,
                 ablations=summary, quantities=quantities, per_seed=per_seed)

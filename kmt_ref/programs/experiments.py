@@ -1,38 +1,31 @@
 """The paper's learning experiments as functions.
 
 Each experiment trains -- or loads, or resumes -- its models through
-:func:`trained`, evaluates them on held-out tasks, and returns a JSON-able dict
+:func:`~kmt_ref.programs.runs.trained`, evaluates them on held-out tasks, and returns a JSON-able dict
 of every number. ``python -m kmt_ref reproduce <experiment>`` calls them and
 writes ``<output dir>/learning/<scale>/<experiment>.json`` (see
 :mod:`kmt_ref._results`: the committed results under
 ``kmt_ref/results/learning`` are read, never written).
 
 The scales (protocols) and the names of runs are defined in
-:mod:`kmt_ref.learning.protocols`.
+:mod:`kmt_ref.learning.protocols`; the models are trained, loaded and evaluated, as jobs, by
+:mod:`kmt_ref.programs.runs`.
 """
 
-import hashlib
-import json
 import os
-import shutil
 import subprocess
 import sys
-import zipfile
 
 import numpy as np
 
 from .._validation import check_int
-from ..engine import Engine
 from ..learning.analysis import weight_summary
-from ..learning.evaluate import evaluation_tasks, lloyd_curve, log_objective_curve, model_curve, summarize
+from ..learning.evaluate import evaluation_tasks, log_objective_curve
 from ..learning.model import run_steps
-from ..learning.protocols import RESULTS_DIR, SCALES, checkpoint_path, committed_model, run_config, run_name
-from ..learning.train import load_result, train
-from ._results import check_output_dir, output_dir
-from .jobs import Job, run_jobs
+from ..learning.protocols import SCALES, checkpoint_path, committed_model, run_config
+from . import runs
 
-__all__ = ["trained", "precision", "evaluate_job", "evaluate_job_of", "train_job", "train_job_holds", "train_jobs",
-           "figure_runs", "figures_whole", "committed_training_curves", "git_revision", "default_results_dir",
+__all__ = ["precision", "figure_runs", "figures_whole", "committed_training_curves", "git_revision",
            "reproduce_command"]
 
 #: The settings of the paper's training figures: ``{panel: [overrides, ...]}`` (both token layouts each).
@@ -83,198 +76,20 @@ def _own(scale, overrides):
     return {} if run_config(scale, **overrides) == run_config(scale) else overrides
 
 
-def train_job(directory, scale, tokens, seed, overrides, threads=1):
-    """One model trained, as a job (:mod:`kmt_ref.programs.jobs`): :func:`trained` under ``directory``
-    (default :func:`default_results_dir`) on ``threads`` threads, summarized as ``checkpoint`` (relative to
-    ``directory`` if trained there, else the committed checkpoint's path), ``trained`` (whether it was),
-    ``step``, ``finished`` and the last ``val_ratio``."""
-    directory = check_output_dir(directory or default_results_dir())
-    r = trained(scale, tokens, seed, directory, engine=Engine(threads), **overrides)
-    path = checkpoint_path(scale, tokens, seed, directory, **overrides)
-    here = os.path.exists(path)
-    if not here:  # nothing trained: the committed checkpoint is finished
-        path = checkpoint_path(scale, tokens, seed, **overrides)
-    return dict(checkpoint=os.path.relpath(path, directory) if here else path, trained=here, step=int(r.step),
-                finished=bool(r.finished), val_ratio=float(r.history["val_ratio"][-1]))
-
-
-def train_job_holds(directory, result):
-    """Whether a stored :func:`train_job` result still holds: its checkpoint is there, at the same step."""
-    try:
-        return load_result(os.path.join(directory, result["checkpoint"])).step == result["step"]
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-        return False
-
-
-def train_jobs(scale, seeds, tokens=("d+k",), settings=({},)):
-    """The :class:`~kmt_ref.programs.jobs.Job` of each (seed, setting, token layout), in that nesting."""
-    return [Job("train", f"{run_name(scale, **o)}-{'dk' if t == 'd+k' else 'd'}-seed{s}",
-                dict(scale=scale, tokens=t, seed=int(s), overrides=dict(o)))
-            for s in seeds for o in settings for t in tokens]
-
-
-def default_results_dir():
-    """Where learning commands write by default: ``<output dir>/learning``."""
-    return os.path.join(output_dir(), "learning")
-
-
-def _loaded(path, config):
-    result = load_result(path)
-    if result.config != config:
-        raise ValueError(f"{path} holds config {result.config}, expected {config}; "
-                         "move it away or choose another --results-dir")
-    return result
-
-
-def trained(scale, tokens, seed, results_dir=None, train_missing=True, progress=True, engine=None, **overrides):
-    """The model of ``(scale, tokens, seed)``: loaded if finished, resumed if not, trained if absent.
-
-    A checkpoint is looked for in ``results_dir`` (default
-    :func:`default_results_dir`), then among the committed results. Training
-    only ever writes to ``results_dir``: a committed checkpoint that needs
-    more steps is copied there and resumed from the copy. With
-    ``train_missing=False`` nothing is trained: an unfinished checkpoint is
-    returned as it is (``result.finished`` is False) and a missing one gives
-    ``None``. ``engine``: how training runs (:class:`kmt_ref.engine.Engine`).
-    """
-    config = run_config(scale, tokens, seed, **overrides)
-    results_dir = check_output_dir(results_dir or default_results_dir())
-    path = checkpoint_path(scale, tokens, seed, results_dir, **overrides)
-    committed = checkpoint_path(scale, tokens, seed, RESULTS_DIR, **overrides)
-    result, found = None, None
-    if os.path.exists(path):
-        result, found = _loaded(path, config), path
-    elif os.path.exists(committed):
-        # A committed run of another protocol (e.g. a scale changed for a test) is not this run.
-        candidate = load_result(committed)
-        if candidate.config == config:
-            result, found = candidate, committed
-    if result is not None:
-        if result.finished or not train_missing:
-            return result
-        if found == committed:
-            os.makedirs(os.path.dirname(check_output_dir(path)), exist_ok=True)
-            shutil.copyfile(committed, path)
-        _announce(progress, f"resuming {tokens} seed {seed} at step {result.step} of {config.n_steps}", path)
-        return train(config, path, resume=True, progress=progress, engine=engine)
-    if not train_missing:
-        return None
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    _announce(progress, f"training {tokens} seed {seed}: {config.n_steps} steps", path)
-    return train(config, path, progress=progress, engine=engine)
-
-
-def _announce(progress, what, path):
-    if progress:
-        print(f"{what} (at the paper's scale about an hour per model on one core; Ctrl-C saves and stops) "
-              f"-> {path}", file=sys.stderr, flush=True)
-
-
-def _models(scale, tokens, results_dir, train_missing, progress, seeds=None, engine=None, **overrides):
-    # Finished or not, every model found is evaluated (``_status`` records how far each got).
-    seeds = SCALES[scale]["seeds"] if seeds is None else seeds
-    if train_missing and engine is not None and engine.client is not None:
-        # On a cluster: the missing models trained there first, one job each, all at once.
-        run_jobs(train_jobs(scale, seeds, (tokens,), [overrides]), results_dir or default_results_dir(),
-                 engine.client, progress, options=dict(threads=engine.threads))
-    out = []
-    for seed in seeds:
-        r = trained(scale, tokens, seed, results_dir, train_missing, progress, engine, **overrides)
-        if r is not None:
-            out.append(r)
-    if not out:
-        raise ValueError(f"no trained {tokens} models {overrides or ''} for scale={scale!r} under {results_dir}")
-    return out
-
-
-def _finite(values):
-    return [None if not np.isfinite(v) else float(v) for v in values]
-
-
-def _curves(models, n_steps, n_tasks, reembed=True, progress=True, engine=None, **task_options):
-    """Per-seed model and Lloyd curves on each seed's held-out tasks: one job per seed
-    (:func:`evaluate_job`), on the engine's Dask client if it has one.
-
-    A ``k`` among ``task_options`` runs every model with that many centers
-    (:meth:`~kmt_ref.learning.model.ModelConfig.at_k`).
-    """
-    engine = Engine() if engine is None else engine
-    jobs = [evaluate_job_of(r, n_steps, n_tasks, reembed, task_options) for r in models]
-    results = run_jobs(jobs, None, engine.client,
-                       options=dict(threads=engine.threads, reference=engine.reference, progress=progress))
-    return tuple(np.array([r[key] for r in results]) for key in ("model", "lloyd", "finite"))
-
-
-def evaluate_job_of(result, n_steps, n_tasks, reembed=True, task_options=None):
-    """The :class:`~kmt_ref.programs.jobs.Job` that evaluates the model of ``result`` (a
-    :class:`~kmt_ref.learning.train.TrainResult` read from its checkpoint) as :func:`evaluate_job` does.
-
-    A committed checkpoint is named relative to the committed results, so that a worker finds it in its own
-    installation; any other by its absolute path (the workers must see it).
-    """
-    if result.path is None:
-        raise ValueError("only a model with a checkpoint (TrainResult.path) can be evaluated as a job")
-    path = os.path.abspath(result.path)
-    inside = os.path.commonpath([path, os.path.abspath(RESULTS_DIR)]) == os.path.abspath(RESULTS_DIR)
-    inputs = dict(checkpoint=os.path.relpath(path, RESULTS_DIR) if inside else path, committed=inside,
-                  step=int(result.step), n_steps=int(n_steps), n_tasks=int(n_tasks), reembed=bool(reembed),
-                  task_options=dict(task_options or {}))
-    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
-    return Job("evaluate", f"seed{result.config.seed}-{digest}", inputs)
-
-
-def evaluate_job(directory, checkpoint, committed, step, n_steps, n_tasks, reembed, task_options, threads=1,
-                 reference=False, progress=False):
-    """One model evaluated, as a job (:mod:`kmt_ref.programs.jobs`): its log-objective curve over ``n_steps``
-    layers, the fraction of tasks with finite centers, and Lloyd's curve, on ``n_tasks`` held-out tasks of its
-    seed (:func:`~kmt_ref.learning.evaluate.evaluation_tasks` with ``task_options``).
-
-    The model is read from ``checkpoint`` (relative to the committed results if ``committed``), which must
-    be at ``step`` (the model the job was made for). ``threads``, ``reference``: the
-    :class:`~kmt_ref.engine.Engine` it runs on. ``directory`` is unused: the result is returned, not kept
-    (an evaluation takes minutes and depends on the code as much as on the model).
-    """
-    r = load_result(os.path.join(RESULTS_DIR, checkpoint) if committed else checkpoint)
-    if r.step != step:
-        raise ValueError(f"{checkpoint} is at step {r.step}, not at step {step} as when the job was made")
-    if progress:
-        what = ", ".join(f"{k}={v}" for k, v in task_options.items()) or "training distribution"
-        print(f"  evaluating seed {r.config.seed}: {n_tasks} tasks ({what}), {n_steps} steps"
-              f"{'' if reembed else ', no re-embedding'}", file=sys.stderr, flush=True)
-    X, init = evaluation_tasks(r.config, n_tasks, **task_options)
-    model = r.config.model.at_k(task_options.get("k", r.config.k))
-    curve, finite = model_curve(r.theta, model, X, init, n_steps, reembed=reembed,
-                                 engine=Engine(threads, reference))
-    return dict(model=curve.tolist(), lloyd=lloyd_curve(X, init, n_steps)[0].tolist(), finite=finite.tolist())
-
-
-def _summary(curves):
-    s = summarize(curves)
-    return {k: _finite(v) for k, v in s.items()}
-
-
-def _status(models):
-    return dict(
-        n_seeds=len(models), seeds=[r.config.seed for r in models], n_steps=models[0].config.n_steps,
-        steps_done=[int(r.step) for r in models], partial=not all(r.finished for r in models),
-        train_wall_time=[float(r.wall_time) for r in models],
-    )
-
-
 def learning(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """Learned (d+k tokens) vs Lloyd over 20 steps, with and without re-embedding."""
     s = SCALES[scale]
-    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
-    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
-    m_raw, _, finite_raw = _curves(models, s["n_eval_steps"], s["eval_tasks"], reembed=False, progress=progress,
+    models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
+    m, ll, _ = runs.curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
+    m_raw, _, finite_raw = runs.curves(models, s["n_eval_steps"], s["eval_tasks"], reembed=False, progress=progress,
                                    engine=engine)
     return dict(
-        **_status(models),
-        lloyd=_summary(ll), learned=_summary(m), learned_no_reembed=_summary(m_raw),
+        **runs.status(models),
+        lloyd=runs.summary(ll), learned=runs.summary(m), learned_no_reembed=runs.summary(m_raw),
         no_reembed_finite_fraction=np.min(finite_raw, axis=0).tolist(),
         lloyd_log_objective=float(np.median(ll[:, -1])),
         learned_log_objective=float(np.median(m[:, -1])),
-        lloyd_final=_finite(ll[:, -1]), learned_final=_finite(m[:, -1]),
+        lloyd_final=runs.finite(ll[:, -1]), learned_final=runs.finite(m[:, -1]),
         val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
     )
 
@@ -282,13 +97,13 @@ def learning(scale="quick", results_dir=None, train_missing=True, progress=True,
 def ablation(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """The d-only model (no id/assignment block) vs Lloyd."""
     s = SCALES[scale]
-    models = _models(scale, "d", results_dir, train_missing, progress, seeds, engine)
-    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
+    models = runs.seed_models(scale, "d", results_dir, train_missing, progress, seeds, engine)
+    m, ll, _ = runs.curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
     return dict(
-        **_status(models), lloyd=_summary(ll), d_only=_summary(m),
+        **runs.status(models), lloyd=runs.summary(ll), d_only=runs.summary(m),
         lloyd_log_objective=float(np.median(ll[:, -1])),
         d_only_log_objective=float(np.median(m[:, -1])),
-        lloyd_final=_finite(ll[:, -1]), d_only_final=_finite(m[:, -1]),
+        lloyd_final=runs.finite(ll[:, -1]), d_only_final=runs.finite(m[:, -1]),
         val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
     )
 
@@ -304,16 +119,16 @@ def precision(scale="paper", results_dir=None, train_missing=True, progress=True
     out = {}
     for arithmetic in ("float64", "float32"):
         overrides = {} if arithmetic == "float64" else dict(precision="float32")
-        models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine, **overrides)
-        m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
-        out[arithmetic] = dict(**_status(models), curve=_summary(m), final=_finite(m[:, -1]),
+        models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine, **overrides)
+        m, ll, _ = runs.curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
+        out[arithmetic] = dict(**runs.status(models), curve=runs.summary(m), final=runs.finite(m[:, -1]),
                                val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
                                seconds_per_step=[float(r.wall_time / max(1, r.step)) for r in models])
-        out["lloyd"] = dict(seeds=[r.config.seed for r in models], final=_finite(ll[:, -1]))
+        out["lloyd"] = dict(seeds=[r.config.seed for r in models], final=runs.finite(ll[:, -1]))
     if out["float32"]["seeds"] != out["float64"]["seeds"]:
         raise ValueError(f"float32 models for seeds {out['float32']['seeds']} but float64 ones for "
                          f"{out['float64']['seeds']}: compare the same seeds (--seeds)")
-    status = dict(_status(models), partial=out["float64"]["partial"] or out["float32"]["partial"])
+    status = dict(runs.status(models), partial=out["float64"]["partial"] or out["float32"]["partial"])
     return dict(**status, **out)
 
 
@@ -331,7 +146,7 @@ def eval_dropout(scale="quick", results_dir=None, train_missing=True, progress=T
     fourth).
     """
     s = SCALES[scale]
-    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
+    models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
     with_dropout = []
     for i, r in enumerate(models):
         if progress:
@@ -343,29 +158,29 @@ def eval_dropout(scale="quick", results_dir=None, train_missing=True, progress=T
                             engine=engine)
         with_dropout.append(log_objective_curve(X, centers)[0])
     with_dropout = np.array(with_dropout)
-    m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
+    m, ll, _ = runs.curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
     return dict(
-        **_status(models), dropout=EVAL_DROPOUT,
-        lloyd=_summary(ll), learned=_summary(m), learned_dropout=_summary(with_dropout),
+        **runs.status(models), dropout=EVAL_DROPOUT,
+        lloyd=runs.summary(ll), learned=runs.summary(m), learned_dropout=runs.summary(with_dropout),
         lloyd_log_objective=float(np.median(ll[:, -1])),
         learned_log_objective=float(np.median(m[:, -1])),
         learned_dropout_log_objective=float(np.median(with_dropout[:, -1])),
-        lloyd_final=_finite(ll[:, -1]), learned_final=_finite(m[:, -1]),
-        learned_dropout_final=_finite(with_dropout[:, -1]),
+        lloyd_final=runs.finite(ll[:, -1]), learned_final=runs.finite(m[:, -1]),
+        learned_dropout_final=runs.finite(with_dropout[:, -1]),
     )
 
 
 def _shift(scale, results_dir, train_missing, progress, seeds, engine, variants):
     s = SCALES[scale]
-    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
-    out = _status(models)
+    models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
+    out = runs.status(models)
     for name, options in variants.items():
-        m, ll, _ = _curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine, **options)
+        m, ll, _ = runs.curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine, **options)
         out[name] = dict(
-            options=options, lloyd=_summary(ll), learned=_summary(m),
+            options=options, lloyd=runs.summary(ll), learned=runs.summary(m),
             lloyd_log_objective=float(np.median(ll[:, -1])),
-            learned_log_objective=_finite([np.median(m[:, -1])])[0],
-            lloyd_final=_finite(ll[:, -1]), learned_final=_finite(m[:, -1]),
+            learned_log_objective=runs.finite([np.median(m[:, -1])])[0],
+            lloyd_final=runs.finite(ll[:, -1]), learned_final=runs.finite(m[:, -1]),
         )
     return out
 
@@ -404,7 +219,7 @@ def training_curves(scale="figures", results_dir=None, train_missing=True, progr
     validation tasks) at every validation, as median, min and max over seeds,
     and the final validation ratio of each seed.
     """
-    return _training_panels(scale, window, lambda tokens, overrides: _models(
+    return _training_panels(scale, window, lambda tokens, overrides: runs.seed_models(
         scale, tokens, results_dir, train_missing, progress, seeds, engine, **overrides))
 
 
@@ -444,12 +259,12 @@ def _training_panels(scale, window, models_of):
                 if key not in done:
                     models = models_of(tokens, _own(scale, overrides))
                     done[key] = dict(
-                        tokens=tokens, **overrides, **_status(models),
+                        tokens=tokens, **overrides, **runs.status(models),
                         val_step=np.asarray(models[0].history["val_step"]).tolist(),
-                        val_ratio=_summary([r.history["val_ratio"] for r in models]),
+                        val_ratio=runs.summary([r.history["val_ratio"] for r in models]),
                         train_loss_step=((np.arange(len(models[0].history["train_loss"]) // window) + 1)
                                          * window).tolist(),
-                        train_loss=_summary([_windowed(r.history["train_loss"], window) for r in models]),
+                        train_loss=runs.summary([_windowed(r.history["train_loss"], window) for r in models]),
                         val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models],
                     )
                 rows.append(done[key])
@@ -461,8 +276,8 @@ def _training_panels(scale, window, models_of):
 
 def weights(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """Learned weights (every seed) summarized next to the construction."""
-    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
-    return dict(**_status(models), per_seed=[weight_summary(r.theta, r.config.model) for r in models])
+    models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
+    return dict(**runs.status(models), per_seed=[weight_summary(r.theta, r.config.model) for r in models])
 
 
 def git_revision():

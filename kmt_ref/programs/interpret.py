@@ -25,9 +25,9 @@ from ..real_data import DATASETS, load_dataset, to_width
 from ..tasks import sample_tasks
 from ..variants.leaky import leaky_step
 from ..variants.soft import responsibilities, soft_kmeans
+from . import runs
 from .beyond import _learned_on, _scores, real_data_starts
 from .dissection import DISSECTION_TASKS, QUANTITY_TASKS
-from .experiments import _models, _status
 from .fidelity import candidate_steps, distill, fidelity_of_seed, summarize_fidelity
 
 __all__ = ["interpret", "strides", "SOFT_BETAS", "FIT", "OWNERSHIP_BETA", "OWNS", "SHIFTS", "MADE_STARTS"]
@@ -236,7 +236,7 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
     real-data experiment (its starts, width and steps).
     """
     s, fit = SCALES[scale], FIT[check_choice(scale, "scale", FIT)]
-    models = _models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
+    models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
     n_tasks, n_steps = min(DISSECTION_TASKS, s["eval_tasks"]), s["n_eval_steps"]
     config = run_config(scale, "d+k", 0)
     rng = np.random.default_rng(fit["seed"])
@@ -274,7 +274,7 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
     gain = [p["final"]["Lloyd"] - p["final"]["learned"] for p in per_seed]
     recovered = {name: [(p["final"]["Lloyd"] - p["final"][name]) / g for p, g in zip(per_seed, gain, strict=True)]
                  for name in per_seed[0]["final"] if name not in ("Lloyd", "learned")}
-    return dict(**_status(models), n_tasks=n_tasks, n_eval_steps=n_steps, soft_beta=soft_beta,
+    return dict(**runs.status(models), n_tasks=n_tasks, n_eval_steps=n_steps, soft_beta=soft_beta,
                 fits={str(u): dict(f, **fit) for u, f in fits.items()},
                 recovered=recovered, fidelity=summarize_fidelity([p["fidelity"] for p in per_seed]),
                 per_seed=per_seed, shifted=shifted, made=made, real_data=real)

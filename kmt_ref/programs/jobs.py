@@ -40,8 +40,8 @@ __all__ = ["Job", "JOB_KINDS", "run_job", "run_jobs", "keep_result", "finished",
 #: checkpoint is there).
 JOB_KINDS = {
     "paper-sweep-cell": ("kmt_ref.programs.paper_sweep:cell_job", None),
-    "train": ("kmt_ref.programs.experiments:train_job", "kmt_ref.programs.experiments:train_job_holds"),
-    "evaluate": ("kmt_ref.programs.experiments:evaluate_job", None),
+    "train": ("kmt_ref.programs.runs:train_job", "kmt_ref.programs.runs:train_job_holds"),
+    "evaluate": ("kmt_ref.programs.runs:evaluate_job", None),
 }
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .._validation import check_choice, read_json
 from ..learning.protocols import SCALES, learning_headline
-from . import beyond, dissection, experiments, interpret, paper_sweep, reports, sweep
+from . import beyond, dissection, experiments, interpret, paper_sweep, reports, runs, sweep
 from ._results import check_output_dir
 
 __all__ = ["Experiment", "EXPERIMENTS", "LEARNING", "run_experiment"]
@@ -123,14 +123,14 @@ def run_experiment(name, scale="quick", results_dir=None, train_missing=True, pr
                    seeds=None, engine=None):
     """Run one learning experiment and write ``<results_dir>/<scale>/<name>.json``; return the dict.
 
-    ``results_dir`` defaults to :func:`~kmt_ref.programs.experiments.default_results_dir` and may not be the
+    ``results_dir`` defaults to :func:`~kmt_ref.programs.runs.default_results_dir` and may not be the
     committed results. ``seeds`` restricts the experiment to some of the scale's seeds (default: all).
     ``engine``: how models are trained and run (:class:`kmt_ref.engine.Engine`; the results do not depend
     on it).
     """
     check_choice(name, "name", LEARNING)
     check_choice(scale, "scale", EXPERIMENTS[name].scales)
-    results_dir = check_output_dir(results_dir or experiments.default_results_dir())
+    results_dir = check_output_dir(results_dir or runs.default_results_dir())
     # The revision of the code as it was imported, before a long run lets the checkout move on.
     revision = experiments.git_revision()
     t0 = time.perf_counter()
