@@ -94,7 +94,7 @@ def test_numpy_scalars_and_zero_d_arrays_mean_what_python_numbers_mean():
 
 
 def test_learning_configs_and_samplers_refuse_strings_for_flags_and_accept_numpy_integers():
-    from kmt_ref.learning.train import TrainConfig
+    from kmt_ref.learning.config import TrainConfig
     from kmt_ref.tasks import sample_tasks
 
     for kwargs in (dict(equal_weights="False"), dict(isotropic=2), dict(seed=-1), dict(tau="0.1")):

@@ -13,7 +13,8 @@ import pytest
 import kmt_ref
 from kmt_ref.engine import REFERENCE, Engine
 from kmt_ref.learning import ModelConfig, init_params, to_transformer
-from kmt_ref.learning.train import TrainConfig, batch_loss, train
+from kmt_ref.learning.config import TrainConfig
+from kmt_ref.learning.train import batch_loss, train
 
 
 def _tasks(seed=8, B=5, n=40, d=3, k=4):

@@ -218,7 +218,8 @@ def test_task_chunks_do_not_change_a_single_bit(monkeypatch):
     init = X[:, :3].copy()
     import autograd
 
-    from kmt_ref.learning.train import TrainConfig, batch_loss
+    from kmt_ref.learning.config import TrainConfig
+    from kmt_ref.learning.train import batch_loss
 
     cfg = TrainConfig(d=4, k=3, n=30, batch=6)
     monkeypatch.setattr(pool, "TASK_CHUNK_ELEMENTS", 2**30)  # the whole batch at once

@@ -11,7 +11,7 @@ from scipy.special import softmax
 from kmt_ref import gaussian_mixture, lloyd
 from kmt_ref.learning import closed_form, protocols
 from kmt_ref.learning.closed_form import fit_leaky, unrolled_loss
-from kmt_ref.learning.train import TrainConfig
+from kmt_ref.learning.config import TrainConfig
 from kmt_ref.programs import interpret, registry
 from kmt_ref.tasks import draw_tasks, sample_tasks
 from kmt_ref.variants.leaky import leaky_kmeans, leaky_kmeans_transformer, leaky_step

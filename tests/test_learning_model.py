@@ -7,6 +7,7 @@ from autograd.test_util import check_grads
 from kmt_ref import lloyd_transformer
 from kmt_ref.engine import REFERENCE, Engine
 from kmt_ref.kernels import euclidean_softmax_attention, project
+from kmt_ref.learning.config import TrainConfig
 from kmt_ref.learning.model import (
     ModelConfig,
     forward,
@@ -16,7 +17,7 @@ from kmt_ref.learning.model import (
     to_transformer,
     unflatten,
 )
-from kmt_ref.learning.train import TrainConfig, batch_loss
+from kmt_ref.learning.train import batch_loss
 from kmt_ref.tasks import gaussian_mixture, sample_tasks
 
 

@@ -10,8 +10,9 @@ from autograd.test_util import check_grads
 from kmt_ref import lloyd_transformer
 from kmt_ref.engine import REFERENCE, Engine
 from kmt_ref.learning import checkpoint
+from kmt_ref.learning.config import TrainConfig
 from kmt_ref.learning.model import ModelConfig, forward, init_params, params_from_transformer, run_steps, tie, unflatten
-from kmt_ref.learning.train import TrainConfig, batch_loss, load_result, train
+from kmt_ref.learning.train import batch_loss, load_result, train
 from kmt_ref.tasks import sample_tasks
 
 

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from kmt_ref.learning.checkpoint import load_checkpoint
+from kmt_ref.learning.config import TrainConfig
 from kmt_ref.learning.optim import AdamState, PlateauState, adam_step, plateau_step
-from kmt_ref.learning.train import TrainConfig, train
+from kmt_ref.learning.train import train
 
 CONFIG = TrainConfig(d=2, k=3, n=30, batch=4, n_steps=30, eval_every=10, val_tasks=8, seed=1)
 

@@ -3,7 +3,7 @@
 Modules, in reading order (the tasks come from :mod:`kmt_ref.tasks`): ``model`` (the
 learnable one-layer transformer, built on :func:`kmt_ref.layer.transformer_layer`),
 ``loss`` (smoothed k-means objective), ``optim`` (Adam, plateau schedule),
-``checkpoint``, ``progress`` and ``train`` (resumable training), ``evaluate``
+``config`` (what defines a run), ``checkpoint``, ``progress`` and ``train`` (resumable training), ``evaluate``
 (multi-step evaluation; Lloyd on batches is :func:`kmt_ref.lloyd` itself) and
 ``analysis`` (attention maps and weights of a trained layer), ``protocols`` (the
 experiments' scales and runs, and a reader of the results committed with the

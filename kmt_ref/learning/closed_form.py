@@ -17,8 +17,8 @@ import scipy.optimize
 from .._validation import check_instance, check_int, check_positive, check_rng
 from ..tasks import draw_tasks
 from ..variants.leaky import leaky_step
+from .config import TrainConfig
 from .loss import smoothed_objective
-from .train import TrainConfig
 
 __all__ = ["unrolled_loss", "fit_leaky"]
 

@@ -26,7 +26,7 @@ def evaluation_tasks(config, n_tasks, n=None, family=None, init="first", equal_w
     """Held-out tasks for a run's seed, independent of its training and validation tasks.
 
     Options left as ``None`` take the training value from ``config``
-    (a :class:`~kmt_ref.learning.train.TrainConfig`).
+    (a :class:`~kmt_ref.learning.config.TrainConfig`).
 
     Returns
     -------

@@ -315,7 +315,7 @@ def forward(theta, X, init, config, engine=None, n_layers=1, every_step=False):
     Notes
     -----
     The pass computes in ``theta``'s precision: float32 parameters (a
-    float32 training step, :class:`~kmt_ref.learning.train.TrainConfig`)
+    float32 training step, :class:`~kmt_ref.learning.config.TrainConfig`)
     take ``X`` and ``init`` to float32 too, so every token, score and
     gradient of the pass is float32; anything else is float64.
     """

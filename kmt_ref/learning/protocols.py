@@ -24,7 +24,8 @@ import os
 import numpy as np
 
 from .._validation import COMMITTED_RESULTS, check_choice
-from .train import TrainConfig, load_result
+from .config import TrainConfig
+from .train import load_result
 
 __all__ = ["SCALES", "OVERRIDABLE", "RESULTS_DIR", "PAPER_LEARNING", "run_config", "run_name", "checkpoint_path",
            "soft_kmeans_headline",
@@ -58,7 +59,7 @@ RESULTS_DIR = os.path.join(COMMITTED_RESULTS, "learning")
 
 
 def run_config(scale, tokens="d+k", seed=0, **overrides):
-    """The :class:`~kmt_ref.learning.train.TrainConfig` of one model of a scale, with ``overrides`` of
+    """The :class:`~kmt_ref.learning.config.TrainConfig` of one model of a scale, with ``overrides`` of
     :data:`OVERRIDABLE`."""
     s = SCALES[check_choice(scale, "scale", SCALES)]
     unknown = sorted(set(overrides) - set(OVERRIDABLE))

@@ -92,7 +92,7 @@ def distill(theta, config, n_tasks=64, fit_seed=20_262, starts=((2.0, 2.0), (4.0
             engine=None):
     """Leaky soft k-means's two scalars fitted to a trained layer's own one-step outputs on training tasks.
 
-    ``theta``, ``config``: the layer and its run's :class:`~kmt_ref.learning.train.TrainConfig`. Tasks are
+    ``theta``, ``config``: the layer and its run's :class:`~kmt_ref.learning.config.TrainConfig`. Tasks are
     drawn from the training distribution with a stream of their own (``fit_seed``: no run's training,
     validation or evaluation tasks); ``log beta`` and ``log sharpness`` minimize the squared distance of one
     leaky step's centers from the layer's (relative to the layer's move), by Nelder-Mead from each of

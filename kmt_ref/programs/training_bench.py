@@ -2,7 +2,7 @@
 
 The fast kernels (their Euclidean softmax attention and projections have
 hand-written gradients), on each thread count asked for, in float64 and in
-float32 (:attr:`~kmt_ref.learning.train.TrainConfig.precision`), autograd's
+float32 (:attr:`~kmt_ref.learning.config.TrainConfig.precision`), autograd's
 differentiation of the reference attention, and -- when PyTorch is installed
 (it never is a dependency) -- the same model's loss and gradient in PyTorch
 float32, the authors' framework, are timed in turn on the same batch, so
@@ -21,8 +21,9 @@ import numpy as np
 from .._validation import check_int
 from ..engine import REFERENCE, Engine
 from ..layer import BLOCK_NAMES
+from ..learning.config import TrainConfig
 from ..learning.model import WEIGHT_NAMES, init_params, unflatten
-from ..learning.train import TrainConfig, batch_loss
+from ..learning.train import batch_loss
 from ..tasks import sample_tasks
 
 __all__ = ["time_training_step", "format_training_step", "torch_step"]
