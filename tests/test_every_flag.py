@@ -61,7 +61,7 @@ def runs(tmp):
         (kmt_main, ["train", "--quick", "--tokens", "d", "--seed", "3", "--n", "24", "--d", "2", "--k", "3",
                     "--tau", "0.5", "--steps", "2", "--lr", "0.001", "--threads", "2", "--results-dir", out]),
         (kmt_main, ["train", "--paper", "--n", "24", "--steps", "1", "--precision", "float32", "--results-dir", out]),
-        (kmt_main, ["train", "--figures", "--n", "24", "--steps", "1", "--results-dir", out]),
+        (kmt_main, ["train", "--figures", "--n", "24", "--steps", "1", "--perturb", "1", "--results-dir", out]),
         (kmt_main, ["train", "--figures", "--figure-settings", "--n", "32", "--steps", "1", "--results-dir", out]),
         (kmt_main, ["train", "--quick", "--seeds", "1,2", "--tokens", "d+k,d", "--n", "24", "--d", "2", "--k", "3",
                     "--steps", "1", "--workers", "2", "--results-dir", out]),

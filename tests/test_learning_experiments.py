@@ -9,7 +9,7 @@ import pytest
 
 from kmt_ref.__main__ import main
 from kmt_ref.learning import protocols
-from kmt_ref.learning.train import train
+from kmt_ref.learning.train import load_result, train
 from kmt_ref.programs import beyond, experiments, registry
 
 TINY = dict(n_steps=12, seeds=(0, 1), eval_tasks=6, val_tasks=6, n_eval_steps=3, gen_n=(40,),
@@ -149,6 +149,26 @@ def test_multi_step_trains_through_each_number_of_layers(monkeypatch, tmp_path, 
     assert rows["T=2"]["learned"] != rows["T=2, loss on every step"]["learned"]
     assert main(["reproduce", "multi-step", "--report", "--results-dir", str(tmp_path)]) == 0
     assert "trained through" in capsys.readouterr().out
+
+
+def test_chaos_retrains_each_seed_from_perturbed_parameters_on_the_same_tasks(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(protocols.SCALES, "beyond", TINY)
+    monkeypatch.setattr(beyond, "PERTURBATIONS", (0, 1, 3))
+    out = registry.run_experiment("chaos", "beyond", str(tmp_path), progress=False)
+    assert list(out["per_perturbation"]) == ["p=0", "p=1", "p=3"] and out["seeds"] == list(TINY["seeds"])
+    for p in (1, 3):
+        for seed in TINY["seeds"]:
+            rerun = load_result(str(tmp_path / f"beyond-perturb{p}" / f"dk-seed{seed}.npz"))
+            own = load_result(str(tmp_path / "beyond" / f"dk-seed{seed}.npz"))
+            assert rerun.config.perturb == p and own.config.perturb == 0
+            assert not np.array_equal(rerun.theta, own.theta)
+    gaps = np.array([row["gap"] for row in out["per_perturbation"].values()])
+    assert out["gap_spread"] == pytest.approx(gaps.max(axis=0) - gaps.min(axis=0), abs=0)
+    assert out["runs_below_lloyd"] == [int(n) for n in (gaps < 0).sum(axis=0)]
+    finals = np.array([row["learned_final"] for row in out["per_perturbation"].values()])
+    assert gaps == pytest.approx(finals - np.array(out["lloyd_final"]), abs=1e-12)
+    assert main(["reproduce", "chaos", "--report", "--results-dir", str(tmp_path)]) == 0
+    assert "spread" in capsys.readouterr().out
 
 
 def test_real_data_checks_the_constructions_and_runs_every_learned_layer(monkeypatch, tmp_path, capsys):

@@ -378,3 +378,23 @@ def test_an_unfinished_checkpoint_without_moments_is_refused(tmp_path):
         train(CONFIG, checkpoint=stripped, resume=True, progress=False)
     with pytest.raises(ValueError, match="missing"):  # one moment without the other is no checkpoint
         save_checkpoint(str(tmp_path / "half.npz"), {k: v for k, v in arrays.items() if k != "adam_v"}, meta)
+
+
+def test_a_perturbed_run_starts_a_few_roundings_away_and_is_another_run(tmp_path):
+    from kmt_ref.learning.train import TrainState
+
+    base = TrainState.fresh(CONFIG).theta
+    for p in (1, 3):
+        config = TrainConfig(**{**CONFIG.to_dict(), "perturb": p})
+        theta = TrainState.fresh(config).theta
+        assert not np.array_equal(theta, base)
+        # each parameter within 2 p units in the last place of the unperturbed one (plus the rounding)
+        assert np.all(np.abs(theta - base) <= (2 * p + 1) * np.spacing(np.abs(base)))
+        assert np.all(np.sign(theta) == np.sign(base))
+    assert np.array_equal(TrainState.fresh(TrainConfig(**{**CONFIG.to_dict(), "perturb": 0})).theta, base)
+    path = str(tmp_path / "p.npz")
+    train(TrainConfig(**{**CONFIG.to_dict(), "perturb": 1}), path, stop_at=10, progress=False)
+    with pytest.raises(ValueError, match="perturb"):  # a perturbed checkpoint is not the unperturbed run's
+        train(CONFIG, path, resume=True, progress=False)
+    with pytest.raises(ValueError, match="perturb"):
+        TrainConfig(perturb=-1)

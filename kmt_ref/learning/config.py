@@ -63,6 +63,11 @@ class TrainConfig:
         ``python -m kmt_ref bench`` measures by how much); the parameters, Adam's moments and the validation
         stay float64, and the gradient is taken back to float64 before the
         update.
+    perturb : int
+        The initial parameters are multiplied by ``1 + perturb * 2**-52`` (0: as drawn): a rerun whose
+        initial parameters differ from those of the run at ``perturb = 0`` by at most ``2 * perturb`` units in
+        their last place, to measure how far a result depends on rounding-level differences
+        (``reproduce chaos``).
     """
 
     d: int = 32
@@ -86,6 +91,7 @@ class TrainConfig:
     val_tasks: int = 320
     seed: int = 0
     precision: str = "float64"
+    perturb: int = 0
 
     def __post_init__(self):
         # Validated and stored as plain Python values (NumPy integers, 0-d arrays accepted).
@@ -95,7 +101,7 @@ class TrainConfig:
         for name in ("d", "k", "n", "n_layers", "batch", "n_steps", "eval_every", "val_tasks"):
             store(name, check_int(getattr(self, name), name, low=1))
         check_k(self.k, self.n)
-        for name in ("patience", "seed"):
+        for name in ("patience", "seed", "perturb"):
             store(name, check_int(getattr(self, name), name, low=0))
         for name in ("tied", "equal_weights", "isotropic"):
             store(name, check_bool(getattr(self, name), name))

@@ -133,6 +133,8 @@ class TrainState:
         """The state before the first step of ``config``'s run."""
         init_rng, _, train_rng = _streams(config.seed)
         theta = init_params(config.model, init_rng)
+        if config.perturb:  # a factor within a few ulps of 1: the same draw, rounded differently
+            theta = theta * (1.0 + config.perturb * 2.0**-52)
         return cls(theta=theta, adam=AdamState.zeros(theta.size), plateau=PlateauState(), lr=config.lr, step=0,
                    rng_state=train_rng.bit_generator.state, wall_time=0.0,
                    history=dict(train_loss=[], val_step=[], val_ratio=[], val_objective=[], val_lr=[]))

@@ -179,12 +179,16 @@ def train_command(argv=()):
     parser.add_argument("--precision", choices=("float64", "float32"),
                         help="arithmetic of each step's forward and backward pass (default float64; float32 is "
                         "faster, as bench measures; parameters and validation stay float64)")
+    parser.add_argument("--perturb", type=integer_at_least(0, 2**20),
+                        help="multiply the initial parameters by 1 + PERTURB * 2^-52 (default 0: as drawn), a "
+                        "rerun that differs by rounding only")
     _cluster_options(parser, "train")
     args = parser.parse_args(list(argv))
     scale = args.scale or "quick"
     overrides = {key: getattr(args, flag) for key, flag in
                  (("n", "n"), ("d", "d"), ("k", "k"), ("tau", "tau"), ("n_steps", "steps"), ("lr", "lr"),
-                  ("n_layers", "n_layers"), ("loss_on", "loss_on"), ("precision", "precision"))
+                  ("n_layers", "n_layers"), ("loss_on", "loss_on"), ("precision", "precision"),
+                  ("perturb", "perturb"))
                  if getattr(args, flag) is not None}
     if args.tied:
         overrides["tied"] = True

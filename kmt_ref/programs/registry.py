@@ -111,6 +111,9 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("interpret", "", "beyond the paper: the learned layer against the closed form its dissection points "
                "to, leaky soft k-means, fitted on the training distribution", run=interpret.interpret,
                report=reports.interpret),
+    Experiment("chaos", "", "beyond the paper: each seed's model retrained from initial parameters moved by a few "
+               "roundings (--beyond or --figures scale)", scales=("beyond", "figures"), run=beyond.chaos,
+               report=reports.chaos),
     Experiment("real-data", "", "beyond the paper: the constructions and the learned layers on iris, wine, "
                "breast cancer, digits", scales=("beyond",), run=beyond.real_data, report=reports.real_data),
 )}

@@ -10,7 +10,7 @@ import numpy as np
 from ..learning.protocols import PAPER_LEARNING
 
 __all__ = ["learning", "precision", "eval_dropout", "ablation", "shifted", "training_curves", "any_k", "multi_step",
-           "real_data", "weights", "dissection"]
+           "real_data", "weights", "dissection", "chaos"]
 
 
 def _fmt(value):
@@ -108,6 +108,21 @@ def any_k(result):
 def multi_step(result):
     title = "mean log k-means objective after 20 re-embedded steps, median over seeds:"
     return _gap_table(result["per_n_layers"], title, "trained through", 30)
+
+
+def chaos(result):
+    runs = list(result["per_perturbation"])
+    lines = ["the standard [x | y] model of each seed and its reruns from initial parameters multiplied by "
+             "1 + p 2^-52;", "final mean log objective minus Lloyd's on the seed's held-out tasks (negative: "
+             "better than Lloyd), and the spread over the runs:",
+             f"  {'seed':<6}" + "".join(f"{r:>10}" for r in runs) + f"{'spread':>10}{'below Lloyd':>13}"]
+    for i, seed in enumerate(result["seeds"]):
+        gaps = [result["per_perturbation"][r]["gap"][i] for r in runs]
+        lines.append(f"  {seed:<6}" + "".join(f"{'diverged' if g is None else f'{g:+.3f}':>10}" for g in gaps)
+                     + f"{_fmt(result['gap_spread'][i]):>10}{result['runs_below_lloyd'][i]:>9} of {len(runs)}")
+    lines.append("final validation ratio (objective after one layer / after one Lloyd step), spread over the runs "
+                 "per seed: " + ", ".join(f"{v:.3f}" for v in result["val_ratio_spread"]))
+    return lines
 
 
 def real_data(result):
