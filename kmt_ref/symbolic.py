@@ -44,7 +44,7 @@ import sympy as sp
 
 __all__ = ["Identity", "SymbolicCheckError", "exact", "symbolic_tokens", "block_scores", "block_values",
            "cax_score_feedback", "cac_feedback", "ffn_feedback", "cax_lemma", "variant_lemmas", "sax_lemma",
-           "center_lemmas", "layer_lemma", "ffn_lemma", "row_shift_lemma", "prove"]
+           "center_lemmas", "layer_lemma", "ffn_lemma", "prove"]
 
 
 class SymbolicCheckError(AssertionError):
@@ -427,27 +427,6 @@ def variant_lemmas(model, n=3):
                                f"{float(eps0):.6g} (the squares of the weights' scales, as float64 holds them)",
                                sp.Symbol("s_{11}"), stated[0], _size(layout, n)))
     return proved
-
-
-def row_shift_lemma(r=3):
-    """A row-wise softmax does not see a constant added to its row: ``softmax(gamma (s + a 1)) =
-    softmax(gamma s)`` for every real row ``s`` of ``r`` scores, every ``a`` and ``gamma > 0`` (the lemma that
-    makes Theorem 2.2's dot-product CAX the Euclidean one). The library's own softmax is not symbolic: this is
-    the formula's identity, which :func:`kmt_ref.attention.softmax` computes (stabilized by the row maximum,
-    itself such a shift)."""
-    s = sp.symbols(f"s_1:{r + 1}", real=True)
-    a, gamma = sp.Symbol("a", real=True), sp.Symbol("gamma", positive=True)
-
-    def softmax(row):
-        total = sum(sp.exp(gamma * v) for v in row)
-        return [sp.exp(gamma * v) / total for v in row]
-
-    shifted, plain = softmax([v + a for v in s]), softmax(list(s))
-    for b in range(r):
-        _require(sp.simplify(sp.powsimp(sp.expand(shifted[b] - plain[b]))), "softmax: a constant shift of the row "
-                 "changes a weight")
-    return Identity("a softmax weight of a row shifted by a, at every gamma > 0", shifted[0], plain[0], f"r = {r}",
-                    "on the formula")
 
 
 def _size(layout, n):

@@ -26,6 +26,12 @@ def test_a_failing_claim_is_reported_as_failing():
     measured = Row("x", "data", 2.0, "gap <= 1", 1.0, 3.0, holds=False, expect=None, parameter="beta")
     text = format_table({"section": [measured]})
     assert measured.ok and "outside" in text and "beta=2" in text and "every claim holds" in text
+    # Each number in its own column; a proof has none to show, nor a formula row a parameter.
+    line = next(ln for ln in text.splitlines() if ln.startswith("x ") and "beta=2" in ln)
+    assert line.split()[3:5] == ["1.00e+00", "3.00e+00"] and "(" not in line
+    proof = Row("formula", "symbolic", float("nan"), "an identity", 0.0, 0.0, True, True, parameter="", kind="proof")
+    line = next(ln for ln in format_table({"proofs": [proof]}).splitlines() if ln.startswith("formula"))
+    assert line.split()[:5] == ["formula", "symbolic", "-", "-", "-"] and "nan" not in line
 
 
 def test_bench_quick_reports_ratios_and_memory_with_pinned_blas_threads(capfd):

@@ -336,47 +336,10 @@ def learnable_format_rows(quick=False):
 SECTIONS["Learned-model format runs the construction"] = learnable_format_rows
 
 
-def symbolic_rows(quick=False):
-    """Every lemma of Theorems 2.1 and 2.2, each configuration, and the blocks of every registered variant,
-    proved for every input by computer algebra on the weights the library builds (:mod:`kmt_ref.symbolic`;
-    d = 2, k = 2, three symbolic points). Needs
-    SymPy (the ``test``, ``book`` and ``all`` extras); without it, one row says so."""
-    try:
-        from .. import symbolic
-    except ImportError:
-        return [Row("(SymPy not installed)", "-", float("inf"), "pip install \"kmt-ref[test]\" to prove the lemmas",
-                    0.0, 0.0, None, None, kind="proof")]
-    rows = []
-    for theorem, build, configs in (("2.1", lloyd_transformer, ("paper", "validated", "all-attention")),
-                                    ("2.2", dot_product_lloyd_transformer, ("validated", "all-attention"))):
-        for config in configs:
-            model = build(2, 2, config=config)
-            lemmas = [("CAX score and value", symbolic.cax_lemma), ("SAX score and value", symbolic.sax_lemma),
-                      ("CAC means, SAC reset", symbolic.center_lemmas),
-                      ("one layer's residual sums", symbolic.layer_lemma)]
-            if model.ffn is not None:
-                lemmas.append(("FFN writes ||c||^2", lambda m, n: symbolic.ffn_lemma(m)))
-            for name, lemma in lemmas:
-                try:
-                    lemma(model, 3)
-                    holds = True
-                except symbolic.SymbolicCheckError:
-                    holds = False
-                rows.append(Row(f"Thm {theorem} {config}", "symbolic d=2 k=2 n=3", float("inf"), name, 0.0, 0.0,
-                                holds, True, kind="proof"))
-    for name, variant in VARIANTS.items():
-        try:
-            symbolic.variant_lemmas(variant.build(2, 2), 3)
-            holds = True
-        except symbolic.SymbolicCheckError:
-            holds = False
-        rows.append(Row(name, "symbolic d=2 k=2 n=3", np.inf if variant.parameter is None else variant.values[0],
-                        "its blocks, as its proposition uses them", 0.0, 0.0, holds, True,
-                        variant.parameter or "gamma", kind="proof"))
-    return rows
+# The proofs' rows are built by their own module, from this module's Row.
+from .proofs import symbolic_rows  # noqa: E402
 
-
-SECTIONS["Checked symbolically: every input, the library's weights"] = symbolic_rows
+SECTIONS["Checked symbolically: every input, the library's weights and formulas"] = symbolic_rows
 
 
 def run_verification(quick=False, on_section=None, on_start=None, jobs=1):
@@ -425,8 +388,8 @@ layer by layer, with the classical algorithm it should equal: "center dev" is th
 coordinate difference over all layers, "log-obj gap" the largest difference of the log k-means
 objective. Every row is one of four kinds:
   claim          a result of the paper or of this project; its verdict is "holds" or "FAILS";
-  proof          a lemma proved for every input by computer algebra on the weights the library
-                 builds ("proved" or "FAILS"; no deviation to show);
+  proof          a statement proved for every input by computer algebra, on the weights the library
+                 builds or on a formula it computes ("proved" or "FAILS"; no deviation to show);
   known failure  a documented case where the result does not hold ("fails, as documented");
   measurement    a number shown without a claim; the verdict says whether it meets the condition
                  shown ("within" / "outside"), or is "-" when the row only shows a difference.
@@ -446,8 +409,8 @@ def verdict(row):
 
 def format_section(title, rows):
     """One section of the verification table, columns sized to its rows."""
-    cells = [(r.construction, r.data, f"{r.parameter}={r.value:g}",
-              *("-", "-" if r.kind == "proof" else (f"{r.max_center_dev:.2e}", f"{r.log_obj_gap:.2e}")),
+    cells = [(r.construction, r.data, f"{r.parameter}={r.value:g}" if r.parameter else "-",
+              *(("-", "-") if r.kind == "proof" else (f"{r.max_center_dev:.2e}", f"{r.log_obj_gap:.2e}")),
               r.claim, *verdict(r)) for r in rows]
     header = ("construction", "data", "parameter", "center dev", "log-obj gap", "condition", "kind", "verdict")
     widths = [max(len(str(c[i])) for c in cells + [header]) for i in range(len(header))]

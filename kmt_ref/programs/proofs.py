@@ -1,0 +1,75 @@
+"""The ``verify`` section of proofs: the constructions' lemmas on the weights the library builds, and the
+statements about the algorithms' formulas, each a row of :class:`~kmt_ref.programs.verify.Row` (kind ``proof``).
+"""
+
+import numpy as np
+
+from ..dot_product_transformer import dot_product_lloyd_transformer
+from ..lloyd_transformer import lloyd_transformer
+from ..variants import VARIANTS
+from .verify import Row
+
+__all__ = ["symbolic_rows", "FORMULAS"]
+
+#: The formula statements of the book, each with the proposition it serves: ``{claim: prove(module)}``.
+FORMULAS = {
+    "softmax is within 2 eps / Z of hardmax (r = 3, 4)": lambda f: (f.softmax_hardmax_lemma(3, 1),
+                                                                      f.softmax_hardmax_lemma(4, 2)),
+    "a softmax row ignores a constant shift": lambda f: f.row_shift_lemma(),
+    "Lloyd's mean lowers the sum of squares by n ||m - c||^2": lambda f: f.mean_lemma(),
+    "soft responsibilities tend to Lloyd's (k = 3)": lambda f: f.soft_to_lloyd_lemma(),
+    "sparsemax's threshold on a support of 1, 2, 3": lambda f: [f.sparsemax_threshold_lemma(s) for s in (1, 2, 3)],
+    "inf-norm normmax's closed form (s = 1, 2)": lambda f: [f.normmax_inf_lemma(s) for s in (1, 2)],
+    "a member mean's preferences sum (spherical)": lambda f: f.member_mean_lemma(),
+    "Gumbel-max gives softmax (r = 2, 3)": lambda f: [f.gumbel_max_lemma(r) for r in (2, 3)],
+    "no score gives the medoid: the counterexample": lambda f: f.medoid_counterexample(),
+}
+
+
+def symbolic_rows(quick=False):
+    """Every lemma of Theorems 2.1 and 2.2, each configuration, and the blocks of every registered variant,
+    proved for every input by computer algebra on the weights the library builds (:mod:`kmt_ref.symbolic`;
+    d = 2, k = 2, three symbolic points), and the statements about the algorithms' formulas the book's
+    propositions rest on (:mod:`kmt_ref.symbolic_formulas`, at the sizes of their book cells). Needs SymPy (the
+    ``test``, ``book`` and ``all`` extras); without it, one row says so."""
+    try:
+        from .. import symbolic, symbolic_formulas
+    except ImportError:
+        return [Row("(SymPy not installed)", "-", float("inf"), "pip install \"kmt-ref[test]\" to prove the lemmas",
+                    0.0, 0.0, None, None, kind="proof")]
+    rows = []
+    for theorem, build, configs in (("2.1", lloyd_transformer, ("paper", "validated", "all-attention")),
+                                    ("2.2", dot_product_lloyd_transformer, ("validated", "all-attention"))):
+        for config in configs:
+            model = build(2, 2, config=config)
+            lemmas = [("CAX score and value", symbolic.cax_lemma), ("SAX score and value", symbolic.sax_lemma),
+                      ("CAC means, SAC reset", symbolic.center_lemmas),
+                      ("one layer's residual sums", symbolic.layer_lemma)]
+            if model.ffn is not None:
+                lemmas.append(("FFN writes ||c||^2", lambda m, n: symbolic.ffn_lemma(m)))
+            for name, lemma in lemmas:
+                try:
+                    lemma(model, 3)
+                    holds = True
+                except symbolic.SymbolicCheckError:
+                    holds = False
+                rows.append(Row(f"Thm {theorem} {config}", "symbolic d=2 k=2 n=3", float("inf"), name, 0.0, 0.0,
+                                holds, True, kind="proof"))
+    for name, variant in VARIANTS.items():
+        try:
+            symbolic.variant_lemmas(variant.build(2, 2), 3)
+            holds = True
+        except symbolic.SymbolicCheckError:
+            holds = False
+        rows.append(Row(name, "symbolic d=2 k=2 n=3", np.inf if variant.parameter is None else variant.values[0],
+                        "its blocks, as its proposition uses them", 0.0, 0.0, holds, True,
+                        variant.parameter or "gamma", kind="proof"))
+    for name, prove in FORMULAS.items():
+        try:
+            prove(symbolic_formulas)
+            holds = True
+        except symbolic.SymbolicCheckError:
+            holds = False
+        rows.append(Row("formula", "symbolic", float("nan"), name, 0.0, 0.0, holds, True, parameter="",
+                        kind="proof"))
+    return rows

@@ -1,0 +1,208 @@
+"""The statements about the algorithms and normalizers, proved by computer algebra on their formulas.
+
+:mod:`kmt_ref.symbolic` proves what the constructions' *weights* do; the book's other statements are about
+formulas: the softmax, Lloyd's update, soft k-means' responsibilities, the normalizers' thresholds. Here each
+is reduced to an identity SymPy proves for every input at the given sizes, with the inequalities written as an
+identity whose other side is manifestly non-negative (a sum or product of positive terms), or as a limit SymPy
+evaluates. The library's own functions are NumPy, not symbolic: these are the formulas they compute (the tests
+compare the two on samples). A wrong formula leaves a non-zero residual, which the failure names.
+
+SymPy is an optional dependency, as for :mod:`kmt_ref.symbolic`: ``import kmt_ref`` never imports this module.
+"""
+
+import sympy as sp
+
+from .symbolic import Identity, SymbolicCheckError, _require
+
+__all__ = ["row_shift_lemma", "softmax_hardmax_lemma", "mean_lemma", "soft_to_lloyd_lemma",
+           "sparsemax_threshold_lemma", "normmax_inf_lemma", "member_mean_lemma", "gumbel_max_lemma",
+           "medoid_counterexample"]
+
+
+class _TeX(sp.Symbol):
+    """A symbol that stands for a stated quantity, typeset as the TeX it is named by."""
+
+    def _latex(self, printer):
+        return self.name
+
+
+def _softmax(row, gamma):
+    total = sum(sp.exp(gamma * v) for v in row)
+    return [sp.exp(gamma * v) / total for v in row]
+
+
+def _mean(X):
+    """The mean of the rows of ``X`` (Lloyd's update of one cluster)."""
+    return sp.Matrix(1, X.shape[1], lambda _, a: sum(X[:, a]) / X.shape[0])
+
+
+def _sparsemax_threshold(z):
+    """Sparsemax's threshold when the support is all of ``z``."""
+    return (sum(z) - 1) / len(z)
+
+
+def _uniform_value(z, t, m):
+    """The normmax objective ``<p, z> - t ||p||_inf`` of ``p`` uniform on the first ``m`` scores of ``z``."""
+    return (sum(z[:m]) - t) / m
+
+
+def _distance_sums(points):
+    """Each point's sum of distances to the others (the k-medoids cost of choosing it)."""
+    return [sum(abs(p - q) for q in points) for p in points]
+
+
+def row_shift_lemma(r=3):
+    """A row-wise softmax does not see a constant added to its row: ``softmax(gamma (s + a 1)) =
+    softmax(gamma s)`` for every real row ``s`` of ``r`` scores, every ``a`` and ``gamma > 0`` (the lemma that
+    makes Theorem 2.2's dot-product CAX the Euclidean one). :func:`kmt_ref.attention.softmax` computes this
+    formula, stabilized by the row maximum, itself such a shift."""
+    s = sp.symbols(f"s_1:{r + 1}", real=True)
+    a, gamma = sp.Symbol("a", real=True), sp.Symbol("gamma", positive=True)
+    shifted, plain = _softmax([v + a for v in s], gamma), _softmax(list(s), gamma)
+    for b in range(r):
+        _require(sp.simplify(sp.powsimp(sp.expand(shifted[b] - plain[b]))), "softmax: a constant shift of the row "
+                 "changes a weight")
+    return Identity("a softmax weight of a row shifted by a, at every gamma > 0", shifted[0], plain[0], f"r = {r}",
+                    "on the formula")
+
+
+def softmax_hardmax_lemma(r=3, m=1):
+    """Softmax against averaging hardmax: with ``m`` maximal scores among ``r`` and the others below the
+    maximum by gaps ``Delta_b > 0``, ``||softmax(gamma s) - hardmax(s)||_1 = 2 eps / Z``, where
+    ``eps = sum_b exp(-gamma Delta_b)`` and ``Z = m + eps``; every maximal score's hardmax weight ``1/m`` is at
+    least its softmax weight, by ``eps / (m Z)``. With ``exp(-gamma Delta_b) <= exp(-gamma Delta)`` this gives
+    the proposition's bound ``2 (r - m) exp(-gamma Delta)``."""
+    if not 1 <= m < r:
+        raise ValueError(f"m must be in [1, r); got m={m}, r={r}")
+    top, gamma = sp.Symbol("s^*", real=True), sp.Symbol("gamma", positive=True)
+    gaps = sp.symbols(f"Delta_1:{r - m + 1}", positive=True)
+    weights = _softmax([top] * m + [top - g for g in gaps], gamma)
+    eps = sum(sp.exp(-gamma * g) for g in gaps)
+    Z = m + eps
+    for b in range(m):
+        _require(sp.simplify(sp.Rational(1, m) - weights[b] - eps / (m * Z)),
+                 "softmax: a maximal score's weight is not 1/m - eps/(m Z)")
+    # The absolute values resolved by the signs just proved: below 1/m on M, above 0 off M.
+    distance = sum(sp.Rational(1, m) - w for w in weights[:m]) + sum(weights[m:])
+    _require(sp.simplify(distance - 2 * eps / Z), "softmax: the l1 distance to hardmax is not 2 eps / Z")
+    distance_tex = r"\lVert \operatorname{softmax}(\gamma s) - \operatorname{hardmax}(s) \rVert_1"
+    return Identity("the l1 distance between the softmax and the averaging hardmax of a row with m maximal scores, "
+                    "the others below them by Delta_b", _TeX(distance_tex),
+                    2 * eps / Z, f"r = {r}, m = {m}", "on the formula")
+
+
+def mean_lemma(n=3, d=2):
+    """Lloyd's update minimizes a cluster's sum of squares: ``sum_i ||x_i - c||^2 = sum_i ||x_i - m||^2 +
+    n ||m - c||^2`` for every ``c``, ``m`` the members' mean (the step of the monotone-descent proposition)."""
+    X = sp.Matrix(n, d, lambda i, a: sp.Symbol(f"x_{i + 1}{a + 1}", real=True))
+    c = sp.Matrix(1, d, lambda _, a: sp.Symbol(f"c_{a + 1}", real=True))
+    mean = _mean(X)
+
+    def sq(u):
+        return sum(v**2 for v in u)
+
+    around_c = sum(sq(X[i, :] - c) for i in range(n))
+    _require(sp.expand(around_c - sum(sq(X[i, :] - mean) for i in range(n)) - n * sq(mean - c)),
+             "Lloyd: the sum of squares about c is not the one about the mean plus n ||m - c||^2")
+    return Identity("a cluster's sum of squares about any c, minus that about its mean", _TeX(
+        r"\sum_i \lVert x_i - c \rVert^2 - \sum_i \lVert x_i - m \rVert^2"),
+                    n * _TeX(r"\lVert m - c \rVert^2"), f"d = {d}, n = {n}", "on the formula")
+
+
+def soft_to_lloyd_lemma(k=3):
+    """Soft k-means' responsibilities of a point with a unique nearest center (its others farther by
+    ``delta_j > 0`` in squared distance): each other responsibility is ``exp(-beta delta_j)`` less a positive
+    term, and the nearest center's tends to 1 as ``beta -> oo``."""
+    beta = sp.Symbol("beta", positive=True)
+    deltas = sp.symbols(f"delta_2:{k + 1}", positive=True)
+    near = sp.Symbol("D", nonnegative=True)  # the squared distance to the nearest center
+    R = _softmax([-near] + [-(near + g) for g in deltas], beta)
+    eps = sum(sp.exp(-beta * g) for g in deltas)
+    for j, g in enumerate(deltas, start=1):
+        _require(sp.simplify(sp.exp(-beta * g) - R[j] - sp.exp(-beta * g) * eps / (1 + eps)),
+                 "soft k-means: a farther center's responsibility is not exp(-beta delta) eps / (1 + eps) below "
+                 "exp(-beta delta)")
+    limit = sp.limit(sp.simplify(R[0]), beta, sp.oo)
+    if limit != 1:
+        raise SymbolicCheckError(f"soft k-means: the nearest center's responsibility tends to {limit}, not 1")
+    return Identity("the limit of the nearest center's responsibility as beta grows, the others farther by "
+                    "delta_j > 0", sp.Limit(sp.simplify(R[0]), beta, sp.oo), limit, f"k = {k}", "on the formula")
+
+
+def sparsemax_threshold_lemma(s=3):
+    """Sparsemax's threshold on a support of the ``s`` largest scores ``z_1 >= ... >= z_s``:
+    ``tau = (z_1 + ... + z_s - 1) / s`` makes the weights ``z_l - tau`` sum to 1, and the smallest of them is
+    positive exactly when ``1 + s z_s > z_1 + ... + z_s``: ``s (z_s - tau) = 1 + s z_s - sum_l z_l``."""
+    z = sp.symbols(f"z_1:{s + 1}", real=True)
+    tau = _sparsemax_threshold(z)
+    _require(sp.expand(sum(v - tau for v in z) - 1), "sparsemax: the weights on the support do not sum to 1")
+    _require(sp.expand(s * (z[-1] - tau) - (1 + s * z[-1] - sum(z))),
+             "sparsemax: the support condition is not the sign of the smallest weight")
+    return Identity(f"s times the smallest weight z_{s} - tau of a support of the {s} largest scores",
+                    _TeX(f"{s}\\,(z_{{{s}}} - \\tau)"), 1 + s * z[-1] - sum(z), f"s = {s}", "on the formula")
+
+
+def normmax_inf_lemma(s=2):
+    """The closed form of the inf-norm normmax: with ``h(s) = (S_s - t) / s`` the value of the uniform weights on
+    the ``s`` largest scores (``S_s`` their sum), ``h(s+1) - h(s) = (z_{s+1} - h(s)) / (s+1)``,
+    ``z_{s+1} - h(s+1) = s (z_{s+1} - h(s)) / (s+1)``, and ``(s+1) (z_{s+1} - h(s+1)) = t - sum_{l <= s+1}
+    (z_l - z_{s+1})``: the three equivalences of the lemma's proof, each a positive multiple."""
+    z = sp.symbols(f"z_1:{s + 2}", real=True)
+    t = sp.Symbol("t", positive=True)
+
+    def h(m):
+        return _uniform_value(z, t, m)
+
+    _require(sp.simplify(h(s + 1) - h(s) - (z[s] - h(s)) / (s + 1)), "normmax: h(s+1) - h(s) is not (z - h(s))/(s+1)")
+    _require(sp.simplify(z[s] - h(s + 1) - s * (z[s] - h(s)) / (s + 1)),
+             "normmax: z_(s+1) - h(s+1) is not s (z_(s+1) - h(s)) / (s+1)")
+    _require(sp.expand((s + 1) * (z[s] - h(s + 1)) - (t - sum(v - z[s] for v in z[: s + 1]))),
+             "normmax: (s+1)(z_(s+1) - h(s+1)) is not t minus the sum of the gaps")
+    return Identity(f"(s + 1)(z_(s+1) - h(s+1)) at s = {s}", _TeX(f"{s + 1}\\,(z_{{{s + 1}}} - h({s + 1}))"),
+                    t - sum(v - z[s] for v in z[: s + 1]), f"s = {s}", "on the formula")
+
+
+def member_mean_lemma(n=3, d=2):
+    """The spherical zero-mean lemma's step: ``sum_{i in S} x_i . (c_j - c_l) = |S| m_j . (c_j - c_l)`` for the
+    members' mean ``m_j``, so a zero mean makes the sum of strictly positive preferences zero."""
+    X = sp.Matrix(n, d, lambda i, a: sp.Symbol(f"x_{i + 1}{a + 1}", real=True))
+    cj = sp.Matrix(1, d, lambda _, a: sp.Symbol(f"c_{a + 1}", real=True))
+    cl = sp.Matrix(1, d, lambda _, a: sp.Symbol(f"b_{a + 1}", real=True))
+    mean = _mean(X)
+    lhs = sum((X[i, :] * (cj - cl).T)[0] for i in range(n))
+    _require(sp.expand(lhs - n * (mean * (cj - cl).T)[0]),
+             "spherical: the summed preferences are not |S| m . (c_j - c_l)")
+    return Identity("the members' summed preferences for c_j over c_l",
+                    _TeX(r"\sum_{i \in S_j} x_i \cdot (c_j - c_l)"),
+                    n * _TeX(r"m_j \cdot (c_j - c_l)"), f"d = {d}, n = {n}", "on the formula")
+
+
+def gumbel_max_lemma(r=2):
+    """The Gumbel-max trick for ``r`` scores: ``P(s_1 + g_1 > s_b + g_b for all b) = softmax(s)_1`` for
+    independent standard Gumbel ``g_b``. With ``u = exp(-g_1)`` the probability is
+    ``int_0^oo exp(-u (1 + sum_b exp(s_b - s_1))) du``, which SymPy integrates."""
+    s = sp.symbols(f"s_1:{r + 1}", real=True)
+    u = sp.Symbol("u", positive=True)
+    # P(g_b < s_1 - s_b + g_1) = exp(-exp(-(s_1 - s_b + g_1))) = exp(-u exp(s_b - s_1)); g_1's density in u is
+    # exp(-u) du.
+    integrand = sp.exp(-u) * sp.Mul(*[sp.exp(-u * sp.exp(v - s[0])) for v in s[1:]])
+    probability = sp.integrate(sp.powsimp(integrand, combine="exp"), (u, 0, sp.oo), conds="none")
+    softmax = _softmax(s, 1)[0]
+    _require(sp.simplify(probability - softmax), "Gumbel-max: the probability of the first index is not softmax")
+    return Identity("the probability that the first score wins after adding independent Gumbel noise",
+                    _TeX(r"P\bigl(1 = \operatorname{argmax}_b (s_b + g_b)\bigr)"), softmax, f"r = {r}",
+                    "on the formula")
+
+
+def medoid_counterexample():
+    """The proposition that no attention score realizes the medoid update, on its own example: the medoid of
+    ``{0, 1, 2}`` is 1, that of ``{0, 1, 2, 10, 11}`` is 2 (distance sums ``24, 21, 20, 28, 31``), although 10
+    and 11 do not win: independence of irrelevant alternatives fails. Exact integers."""
+    small, large = [0, 1, 2], [0, 1, 2, 10, 11]
+    small_sums, large_sums = _distance_sums(small), _distance_sums(large)
+    won = small[small_sums.index(min(small_sums))], large[large_sums.index(min(large_sums))]
+    if won != (1, 2) or large_sums != [24, 21, 20, 28, 31]:
+        raise SymbolicCheckError(f"k-medoids: the example's medoids are {won}, distance sums {large_sums}")
+    return Identity("the medoids of {0, 1, 2} and of {0, 1, 2, 10, 11} (distance sums 24, 21, 20, 28, 31)",
+                    sp.Tuple(*(_TeX(rf"\operatorname{{medoid}}\{{{', '.join(map(str, p))}\}}")
+                               for p in (small, large))), sp.Tuple(*won), "5 points", "in exact integers")
