@@ -155,18 +155,23 @@ def test_chaos_retrains_each_seed_from_perturbed_parameters_on_the_same_tasks(mo
     monkeypatch.setitem(protocols.SCALES, "beyond", TINY)
     monkeypatch.setattr(beyond, "PERTURBATIONS", (0, 1, 3))
     out = registry.run_experiment("chaos", "beyond", str(tmp_path), progress=False)
-    assert list(out["per_perturbation"]) == ["p=0", "p=1", "p=3"] and out["seeds"] == list(TINY["seeds"])
-    for p in (1, 3):
-        for seed in TINY["seeds"]:
-            rerun = load_result(str(tmp_path / f"beyond-perturb{p}" / f"dk-seed{seed}.npz"))
-            own = load_result(str(tmp_path / "beyond" / f"dk-seed{seed}.npz"))
-            assert rerun.config.perturb == p and own.config.perturb == 0
-            assert not np.array_equal(rerun.theta, own.theta)
-    gaps = np.array([row["gap"] for row in out["per_perturbation"].values()])
-    assert out["gap_spread"] == pytest.approx(gaps.max(axis=0) - gaps.min(axis=0), abs=0)
-    assert out["runs_below_lloyd"] == [int(n) for n in (gaps < 0).sum(axis=0)]
-    finals = np.array([row["learned_final"] for row in out["per_perturbation"].values()])
-    assert gaps == pytest.approx(finals - np.array(out["lloyd_final"]), abs=1e-12)
+    assert list(out["models"]) == ["standard", "tied"] and out["seeds"] == list(TINY["seeds"])
+    for key, overrides in (("standard", {}), ("tied", dict(tied=True))):
+        entry = out["models"][key]
+        assert list(entry["per_perturbation"]) == ["p=0", "p=1", "p=3"]
+        for p in (1, 3):
+            for seed in TINY["seeds"]:
+                path = protocols.checkpoint_path("beyond", "d+k", seed, str(tmp_path), **overrides, perturb=p)
+                rerun = load_result(path)
+                own = load_result(protocols.checkpoint_path("beyond", "d+k", seed, str(tmp_path), **overrides))
+                assert rerun.config.perturb == p and own.config.perturb == 0
+                assert rerun.config.tied == own.config.tied == (key == "tied")
+                assert not np.array_equal(rerun.theta, own.theta)
+        gaps = np.array([row["gap"] for row in entry["per_perturbation"].values()])
+        assert entry["gap_spread"] == pytest.approx(gaps.max(axis=0) - gaps.min(axis=0), abs=0)
+        assert entry["runs_below_lloyd"] == [int(n) for n in (gaps < 0).sum(axis=0)]
+        finals = np.array([row["learned_final"] for row in entry["per_perturbation"].values()])
+        assert gaps == pytest.approx(finals - np.array(out["lloyd_final"]), abs=1e-12)
     assert main(["reproduce", "chaos", "--report", "--results-dir", str(tmp_path)]) == 0
     assert "spread" in capsys.readouterr().out
 

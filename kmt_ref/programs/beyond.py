@@ -30,7 +30,7 @@ from ..variants.registry import EXACT_TOL
 from . import runs
 
 __all__ = ["any_k", "multi_step", "chaos", "real_data", "real_data_starts", "ANY_K", "MULTI_STEP", "MULTI_STEP_EVERY",
-           "PERTURBATIONS"]
+           "PERTURBATIONS", "CHAOS_MODELS"]
 
 #: Numbers of clusters of the any-k experiment (the models train at the paper's k = 10).
 ANY_K = (5, 10, 16, 25)
@@ -117,35 +117,43 @@ def multi_step(scale="beyond", results_dir=None, train_missing=True, progress=Tr
 PERTURBATIONS = (0, 1, 2, 3)
 
 
+#: The models the chaos experiment reruns: ``{key: (label, overrides)}`` (the ``[x | y]`` token layout).
+CHAOS_MODELS = {"standard": ("standard [x | y]", {}), "tied": ("tied [x | y]", dict(tied=True))}
+
+
 def chaos(scale="beyond", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """How far a run's result moves when its initial parameters move by a few roundings.
 
-    For each seed: the scale's standard ``[x | y]`` model and its reruns at every ``perturb`` of
+    For each model of :data:`CHAOS_MODELS` and each seed: the run and its reruns at every ``perturb`` of
     :data:`PERTURBATIONS`, each evaluated on the seed's held-out tasks (the same tasks for all of them), with
-    Lloyd's algorithm from the same initial centers. Per seed: each run's final mean log objective, its gap to
-    Lloyd's and its final validation ratio, and the spread (max - min) of the gap over the runs.
+    Lloyd's algorithm from the same initial centers. Per model and seed: each run's final mean log objective,
+    its gap to Lloyd's and its final validation ratio, the spread (max - min) of the gap over the runs and how
+    many of the runs end below Lloyd.
     """
     s = SCALES[scale]
-    out = dict(perturbations=list(PERTURBATIONS), per_perturbation={})
+    out = dict(perturbations=list(PERTURBATIONS), models={}, lloyd_final=None)
     lloyd = None
-    for p in PERTURBATIONS:
-        models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine,
-                                  **({} if p == 0 else dict(perturb=p)))
-        m, ll, _ = runs.curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
-        if lloyd is not None and not np.array_equal(ll, lloyd):
-            raise AssertionError("the reruns were evaluated on different tasks (or seeds) than the run")
-        lloyd = ll
-        out["per_perturbation"][f"p={p}"] = dict(
-            **runs.status(models), learned_final=runs.finite(m[:, -1]),
-            gap=runs.finite(m[:, -1] - ll[:, -1]), val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models])
-    rows = out["per_perturbation"].values()
-    out["seeds"] = next(iter(rows))["seeds"]
+    for key, (label, overrides) in CHAOS_MODELS.items():
+        entry = dict(label=label, per_perturbation={})
+        for p in PERTURBATIONS:
+            models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine,
+                                      **overrides, **({} if p == 0 else dict(perturb=p)))
+            m, ll, _ = runs.curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
+            if lloyd is not None and not np.array_equal(ll, lloyd):
+                raise AssertionError("the reruns were evaluated on different tasks (or seeds) than the run")
+            lloyd = ll
+            entry["per_perturbation"][f"p={p}"] = dict(
+                **runs.status(models), learned_final=runs.finite(m[:, -1]), gap=runs.finite(m[:, -1] - ll[:, -1]),
+                val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models])
+        rows = entry["per_perturbation"].values()
+        gaps = np.array([[np.inf if g is None else g for g in row["gap"]] for row in rows])  # (runs, seeds)
+        ratios = np.array([row["val_ratio_final"] for row in rows])
+        entry.update(gap_spread=runs.finite(gaps.max(axis=0) - gaps.min(axis=0)),
+                     val_ratio_spread=(ratios.max(axis=0) - ratios.min(axis=0)).tolist(),
+                     runs_below_lloyd=[int(n) for n in (gaps < 0).sum(axis=0)])
+        out["models"][key] = entry
+    out["seeds"] = next(iter(out["models"]["standard"]["per_perturbation"].values()))["seeds"]
     out["lloyd_final"] = runs.finite(lloyd[:, -1])
-    gaps = np.array([[np.inf if g is None else g for g in row["gap"]] for row in rows])  # (runs, seeds)
-    ratios = np.array([row["val_ratio_final"] for row in rows])
-    out["gap_spread"] = runs.finite(gaps.max(axis=0) - gaps.min(axis=0))
-    out["val_ratio_spread"] = (ratios.max(axis=0) - ratios.min(axis=0)).tolist()
-    out["runs_below_lloyd"] = [int(n) for n in (gaps < 0).sum(axis=0)]
     return out
 
 

@@ -111,17 +111,19 @@ def multi_step(result):
 
 
 def chaos(result):
-    runs = list(result["per_perturbation"])
-    lines = ["the standard [x | y] model of each seed and its reruns from initial parameters multiplied by "
-             "1 + p 2^-52;", "final mean log objective minus Lloyd's on the seed's held-out tasks (negative: "
-             "better than Lloyd), and the spread over the runs:",
-             f"  {'seed':<6}" + "".join(f"{r:>10}" for r in runs) + f"{'spread':>10}{'below Lloyd':>13}"]
-    for i, seed in enumerate(result["seeds"]):
-        gaps = [result["per_perturbation"][r]["gap"][i] for r in runs]
-        lines.append(f"  {seed:<6}" + "".join(f"{'diverged' if g is None else f'{g:+.3f}':>10}" for g in gaps)
-                     + f"{_fmt(result['gap_spread'][i]):>10}{result['runs_below_lloyd'][i]:>9} of {len(runs)}")
-    lines.append("final validation ratio (objective after one layer / after one Lloyd step), spread over the runs "
-                 "per seed: " + ", ".join(f"{v:.3f}" for v in result["val_ratio_spread"]))
+    lines = ["each seed's model and its reruns from initial parameters multiplied by 1 + p 2^-52: final mean log "
+             "objective minus Lloyd's on the seed's held-out tasks (negative: better than Lloyd), its spread over "
+             "the runs, the runs below Lloyd, and the spread of the final validation ratio:"]
+    for entry in result["models"].values():
+        runs = list(entry["per_perturbation"])
+        lines.append(f"  {entry['label']}")
+        lines.append(f"    {'seed':<6}" + "".join(f"{r:>10}" for r in runs)
+                     + f"{'spread':>10}{'below Lloyd':>13}{'val ratio spread':>18}")
+        for i, seed in enumerate(result["seeds"]):
+            gaps = [entry["per_perturbation"][r]["gap"][i] for r in runs]
+            lines.append(f"    {seed:<6}" + "".join(f"{'diverged' if g is None else f'{g:+.3f}':>10}" for g in gaps)
+                         + f"{_fmt(entry['gap_spread'][i]):>10}{entry['runs_below_lloyd'][i]:>8} of {len(runs)}"
+                         + f"{entry['val_ratio_spread'][i]:>18.3f}")
     return lines
 
 
