@@ -16,7 +16,7 @@ from .symbolic import Identity, SymbolicCheckError, _require
 
 __all__ = ["row_shift_lemma", "softmax_hardmax_lemma", "mean_lemma", "soft_to_lloyd_lemma",
            "sparsemax_threshold_lemma", "normmax_inf_lemma", "member_mean_lemma", "gumbel_max_lemma",
-           "medoid_counterexample"]
+           "medoid_counterexample", "reset_recursion_lemma"]
 
 
 class _TeX(sp.Symbol):
@@ -206,3 +206,23 @@ def medoid_counterexample():
     return Identity("the medoids of {0, 1, 2} and of {0, 1, 2, 10, 11} (distance sums 24, 21, 20, 28, 31)",
                     sp.Tuple(*(_TeX(rf"\operatorname{{medoid}}\{{{', '.join(map(str, p))}\}}")
                                for p in (small, large))), sp.Tuple(*won), "5 points", "in exact integers")
+
+
+def reset_recursion_lemma(n=3):
+    """The all-attention reset's two steps: a row of ``(I - W) Y`` is ``sum_l w_il (y_i - y_l)`` when ``W``'s rows
+    sum to 1 (any ``n`` tokens), and the error recursion ``e -> beta (2 + 2 e)`` stays below its fixed point
+    ``e* = 2 beta / (1 - 2 beta)``: ``e* - beta (2 + 2 e) = 2 beta (e* - e)``, non-negative for ``e <= e*``."""
+    W = sp.Matrix(n, n, lambda i, l: sp.Symbol(f"w_{i + 1}{l + 1}", real=True))
+    W[:, -1] = sp.ones(n, 1) - W[:, :-1] * sp.ones(n - 1, 1)  # rows that sum to 1
+    Y = sp.Matrix(n, 1, lambda i, _: sp.Symbol(f"y_{i + 1}", real=True))
+    moved = (sp.eye(n) - W) * Y
+    for i in range(n):
+        _require(sp.expand(moved[i] - sum(W[i, l] * (Y[i] - Y[l]) for l in range(n))),
+                 "reset: a row of (I - W) Y is not the weighted sum of differences")
+    beta, e = sp.Symbol("beta", positive=True), sp.Symbol("e", nonnegative=True)
+    fixed = 2 * beta / (1 - 2 * beta)
+    _require(sp.simplify(fixed - beta * (2 + 2 * fixed)), "reset: 2 beta / (1 - 2 beta) is not the fixed point")
+    _require(sp.simplify(fixed - beta * (2 + 2 * e) - 2 * beta * (fixed - e)),
+             "reset: the recursion's distance to its fixed point is not 2 beta (e* - e)")
+    return Identity("the distance of the reset's error recursion to its fixed point", fixed - beta * (2 + 2 * e),
+                    2 * beta * (fixed - e), f"n = {n}", "on the formula")

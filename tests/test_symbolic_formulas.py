@@ -21,6 +21,7 @@ from kmt_ref.symbolic import SymbolicCheckError  # noqa: E402
     (F.normmax_inf_lemma, [dict(s=1), dict(s=3)]),
     (F.member_mean_lemma, [dict(n=1, d=1), dict(n=4, d=3)]),
     (F.gumbel_max_lemma, [dict(r=2), dict(r=3)]),
+    (F.reset_recursion_lemma, [dict(n=2), dict(n=4)]),
 ])
 def test_every_statement_is_proved_at_several_sizes(lemma, sizes):
     for size in sizes:
@@ -93,3 +94,10 @@ def test_the_formulas_are_the_ones_the_library_computes():
 def test_importing_the_library_does_not_import_the_formulas_module():
     code = "import sys, kmt_ref; assert 'kmt_ref.symbolic_formulas' not in sys.modules and 'sympy' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_weights_whose_rows_do_not_sum_to_one_fail_the_reset_recursion(monkeypatch):
+    ones = sp.ones
+    monkeypatch.setattr(F.sp, "ones", lambda *shape: 2 * ones(*shape))  # rows that sum to 2 - sum_l w_il
+    with pytest.raises(SymbolicCheckError, match="reset"):
+        F.reset_recursion_lemma()

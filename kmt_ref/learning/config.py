@@ -12,7 +12,7 @@ __all__ = ["TrainConfig", "LOSS_ON", "PRECISIONS", "MAX_STEP_BYTES"]
 
 #: Which applications' centers the multi-step loss looks at.
 LOSS_ON = ("last", "every")
-#: Arithmetics of a training step (:attr:`TrainConfig.precision`).
+#: Arithmetics of a training step (the field ``precision`` of :class:`TrainConfig`).
 PRECISIONS = ("float64", "float32")
 
 #: The most memory a training step may need (bytes); a config that needs more is refused before any work.

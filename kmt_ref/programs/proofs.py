@@ -23,6 +23,7 @@ FORMULAS = {
     "a member mean's preferences sum (spherical)": lambda f: f.member_mean_lemma(),
     "Gumbel-max gives softmax (r = 2, 3)": lambda f: [f.gumbel_max_lemma(r) for r in (2, 3)],
     "no score gives the medoid: the counterexample": lambda f: f.medoid_counterexample(),
+    "the all-attention reset's error recursion": lambda f: f.reset_recursion_lemma(),
 }
 
 
