@@ -76,6 +76,7 @@ def runs(tmp):
         (exercises_main, ["init", f"{out}/workbook"]),
         (exercises_main, ["check", "--dir", f"{out}/workbook/solutions", "--timeout", "600", "01"]),
         (exercises_main, ["list"]),
+        (kmt_main, ["reproduce", "chaos", "--figures", "--report"]),  # its second scale
     ]
     for name in LEARNING:
         table += [(kmt_main, ["reproduce", name, "--report"]), (kmt_main, ["reproduce", name, "--report", "--json"]),
@@ -90,7 +91,8 @@ def runs(tmp):
 
 
 #: The experiments that have one scale of their own, and that scale.
-DEFAULT_SCALES = {"training-curves": "figures", "any-k": "beyond", "multi-step": "beyond", "real-data": "beyond"}
+DEFAULT_SCALES = {"training-curves": "figures", "any-k": "beyond", "multi-step": "beyond", "real-data": "beyond",
+                  "chaos": "beyond"}
 #: A scale flag each learning experiment documents besides --quick, run with --report.
 SCALES = {name: "paper" for name in LEARNING} | DEFAULT_SCALES
 

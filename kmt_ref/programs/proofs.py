@@ -1,5 +1,5 @@
 """The ``verify`` section of proofs: the constructions' lemmas on the weights the library builds, and the
-statements about the algorithms' formulas, each a row of :class:`~kmt_ref.programs.verify.Row` (kind ``proof``).
+statements about the algorithms' formulas, each a row of :class:`~kmt_ref.programs.rows.Row` (kind ``proof``).
 """
 
 import numpy as np
@@ -7,7 +7,7 @@ import numpy as np
 from ..dot_product_transformer import dot_product_lloyd_transformer
 from ..lloyd_transformer import lloyd_transformer
 from ..variants import VARIANTS
-from .verify import Row
+from .rows import Row
 
 __all__ = ["symbolic_rows", "FORMULAS"]
 

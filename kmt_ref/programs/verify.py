@@ -16,7 +16,7 @@ than hidden) or ``None`` (reported only).
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 
@@ -31,6 +31,8 @@ from ..variants.kmedoids import kmedoids, kmedoids_transformer
 from ..variants.registry import EXACT_TOL
 from ..variants.soft import soft_kmeans
 from ..variants.trimmed import gap_trimmed_kmeans, trimmed_kmeans
+from .proofs import symbolic_rows
+from .rows import Row
 
 __all__ = ["Row", "compare", "datasets", "run_verification", "format_table", "format_section", "verdict",
            "summary_line", "LEGEND", "SECTIONS"]
@@ -38,36 +40,6 @@ __all__ = ["Row", "compare", "datasets", "run_verification", "format_table", "fo
 #: This project's tolerance for the finite-gamma rows (the paper states none).
 LOG_OBJ_TOL = 1e-3
 GAMMAS = (1e2, 1e4, np.inf)
-
-
-@dataclass
-class Row:
-    """One comparison: a construction on a data set against the algorithm it should equal.
-
-    ``expect`` is the row's kind: ``True`` a claim that must hold, ``False``
-    a documented failure, ``None`` a measurement reported without a claim
-    (``holds`` then says whether the stated condition is met, or is ``None``
-    when the row only shows a difference).
-    ``parameter``/``value`` name the construction's parameter (``gamma``,
-    ``beta``, the trimming ``threshold``, ...).
-    """
-
-    construction: str
-    data: str
-    value: float
-    claim: str
-    max_center_dev: float
-    log_obj_gap: float
-    holds: bool | None
-    expect: bool | None
-    parameter: str = "gamma"
-    #: ``"proof"`` for an identity proved by computer algebra (no deviation to show), else ``"run"``.
-    kind: str = "run"
-
-    @property
-    def ok(self):
-        """False only when a claim that should hold does not."""
-        return self.holds or self.expect is not True
 
 
 def datasets(quick=False):
@@ -335,9 +307,6 @@ def learnable_format_rows(quick=False):
 
 SECTIONS["Learned-model format runs the construction"] = learnable_format_rows
 
-
-# The proofs' rows are built by their own module, from this module's Row.
-from .proofs import symbolic_rows  # noqa: E402
 
 SECTIONS["Checked symbolically: every input, the library's weights and formulas"] = symbolic_rows
 
