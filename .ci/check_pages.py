@@ -154,23 +154,36 @@ RAW_ROLE = re.compile(r"\{(glue(:\w+)?|doc|ref|numref|eq|term|download|cite(:\w+
 EATEN_TEX = re.compile(r"\n(eq|abla|otin|ewline|eg|u|ot)\b")
 #: A count of one with a plural noun ("in 1 seconds"), as a formatted number produces it.
 ONE_PLURAL = re.compile(r"(?<![\d.,])1 (seconds|minutes|hours|steps|layers|points|tasks|seeds|cells|runs)\b")
+#: A Python object shown as its raw repr, a namedtuple's generated field doc, or RST literal markup left as text:
+#: what an API page shows when a docstring or a constant's value was not written for a reader.
+RAW_REPR = re.compile(r"<function [\w.<>]+ at|<locals>|object at 0x[0-9a-f]+|Alias for field number|``\w")
 #: A paragraph in bold from end to end: emphasis that lost its own end (or a generated text that never had one).
 BOLD_PARAGRAPH = re.compile(r"<p>\s*<strong>((?:(?!</?strong>|</p>).)*)</strong>\s*</p>", re.S)
 
 
 def source_check(html_dir):
     """Problems of the text a reader sees: MyST roles left raw, TeX mangled by an escape, "1 seconds", a
-    paragraph all in bold. In the built pages, and for the mangled TeX in the pages' sources."""
+    paragraph all in bold, a raw repr or RST markup (API pages). In the built pages (the API's too), and for the
+    mangled TeX in the pages' sources."""
     problems = []
-    for page in sorted(html_dir.glob("*.html")):
-        text = html.unescape(page.read_text(encoding="utf-8", errors="replace"))
-        visible = _strip_tags(text)
-        for pattern, what in ((RAW_ROLE, "a MyST role left raw"), (ONE_PLURAL, "a plural after 1")):
-            for m in pattern.finditer(visible):
-                problems.append(f"{page.name}: {what}: ...{visible[max(0, m.start() - 50):m.end() + 20]!r}")
+    for page in sorted([*html_dir.glob("*.html"), *html_dir.glob("api/*.html")]):
+        # Tags off first, entities after: an escaped "<function f at 0x...>" is text, not a tag.
+        text = re.sub(r"<(script|style)\b.*?</\1>", "", page.read_text(encoding="utf-8", errors="replace"),
+                      flags=re.S)
+        # Python source (cell inputs, listings of the library's code) shows its docstrings' markup as written.
+        prose = html.unescape(_strip_tags(re.sub(r'<div class="highlight-(?:python|ipython3)[^"]*">.*?</pre>', "",
+                                                  text, flags=re.S)))
+        visible = html.unescape(_strip_tags(text))
+        for pattern, what, where in ((RAW_ROLE, "a MyST role left raw", visible),
+                                     (ONE_PLURAL, "a plural after 1", visible),
+                                     (RAW_REPR, "a raw repr or RST markup as text", prose)):
+            for m in pattern.finditer(where):
+                problems.append(f"{page.relative_to(html_dir)}: {what}: "
+                                f"...{where[max(0, m.start() - 50):m.end() + 20]!r}")
         for m in BOLD_PARAGRAPH.finditer(text):
             if len(_strip_tags(m.group(1))) > 60:  # a title in bold ("Proof of Theorem 2.1.") is no paragraph
-                problems.append(f"{page.name}: a paragraph all in bold: {_strip_tags(m.group(1))[:80]!r}")
+                problems.append(f"{page.relative_to(html_dir)}: a paragraph all in bold: "
+                                f"{_strip_tags(m.group(1))[:80]!r}")
         source = html_dir / "_sources" / page.with_suffix(".md").name
         if source.is_file():
             for m in re.finditer(r"\$[^$]*\$", source.read_text(encoding="utf-8")):

@@ -14,7 +14,7 @@ Definitions (``z`` one row of scores, ``Δ`` the simplex)::
     entmax15(z)       = argmax_{p in Δ} <p, z> + (4/3) sum_i (p_i - p_i^(3/2))
                                                                    (Peters, Niculae & Martins 2019)
     normmax(z; t, q)  = argmax_{p in Δ} <p, z> - t ||p||_q       (Santos et al. 2024), q in {2, inf}
-                        (``t`` is the argument ``threshold``)
+                        (t is the argument threshold)
     gumbel_max(z)     = hardmax(z + g),        g_i ~ Gumbel(0, 1) i.i.d.
     gumbel_softmax(z) = softmax((z + g) / temperature)
 

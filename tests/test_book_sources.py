@@ -97,6 +97,19 @@ def test_rendered_text_ignores_code_and_finds_raw_tex(check_pages):
     assert parsed.images == ["_images/a.png"]
 
 
+def test_the_text_check_flags_raw_reprs_and_markup_but_not_python_source(check_pages, tmp_path):
+    (tmp_path / "api").mkdir()
+    (tmp_path / "api" / "x.html").write_text(
+        "<p>VARIANTS = {'soft': &lt;function soft at 0x7f&gt;}</p><p>Alias for field number 0</p>"
+        "<pre>t (``t`` is the argument)</pre><p>in 1 seconds</p>"
+        '<div class="highlight-python notranslate"><pre>"""a docstring with ``code``."""</pre></div>')
+    (tmp_path / "page.html").write_text("<p>draw = &lt;function _location_scale.&lt;locals&gt;.draw&gt;</p>")
+    problems = check_pages.source_check(tmp_path)
+    assert sum("raw repr" in p for p in problems) == 4 and sum("plural" in p for p in problems) == 1
+    assert all(p.startswith(("api/x.html", "page.html")) for p in problems)
+    assert not any("``code``" in p and "raw repr" in p for p in problems)
+
+
 # The API reference: book/api/*.md document modules with ``automodule`` (autodoc).
 AUTOMODULE = re.compile(r"\.\. automodule:: (\S+)\n((?:   :[\w-]+:.*\n)*)")
 #: Modules of the package that are not library API: programs, plotting, the
