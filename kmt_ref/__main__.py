@@ -38,6 +38,9 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("python -m kmt_ref: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader stopped reading (``| head``): nothing left to say, and no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit must not fail
+        return 1
 
 
 def _main(argv=None):

@@ -1,5 +1,6 @@
 """Every bad command line ends in one line and exit status 2, before any work: no traceback."""
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -64,3 +65,15 @@ def test_a_checkpoint_whose_metadata_nests_too_deep_is_refused_with_a_value_erro
     np.savez(path, meta=np.array("[" * 100_000 + "]" * 100_000), checksum=np.array("x"))
     with pytest.raises(ValueError, match="not a"):
         load_checkpoint(str(path))
+
+
+def test_a_reader_that_stops_reading_gets_no_traceback(tmp_path):
+    # `... | head -1`: the pipe closes after the first line; the report (50 kB) is longer than the pipe's buffer.
+    proc = subprocess.Popen([sys.executable, "-m", "kmt_ref", "reproduce", "interpret", "--report", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    if hasattr(fcntl, "F_SETPIPE_SZ"):
+        fcntl.fcntl(proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, 4096)
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) in (0, 1) and "Traceback" not in err and "BrokenPipe" not in err, err

@@ -166,6 +166,12 @@ def dissection(result):
     return lines
 
 
+def _ranges(fits):
+    """``beta [lo, hi], eta [lo, hi]`` of a list of fits."""
+    return ", ".join(f"{label} [{min(f[key] for f in fits):.3f}, {max(f[key] for f in fits):.3f}]"
+                     for label, key in (("beta", "beta"), ("eta", "sharpness")))
+
+
 def interpret(result):
     fits = result["fits"]
     lines = [f"{result['n_tasks']} held-out tasks per seed, {result['n_eval_steps']} steps; soft k-means at its best "
@@ -174,6 +180,11 @@ def interpret(result):
                                           f"{f['sharpness']:.3f}" for u, f in fits.items()),
              "final mean log objective, median [min, max] over seeds, and the median share of the learned layer's "
              "gain over Lloyd it recovers:"]
+    for u, f in fits.items():
+        if "restarts" in f:  # the grid-and-refine fit: how far its start and its sample move it
+            lines.insert(-1, f"  the fit through {u} step(s) from its {len(f['restarts'])} best grid points: "
+                         + _ranges(f["restarts"]) + f"; on {len(f['subsets'])} disjoint quarters of its sample: "
+                         + _ranges(f["subsets"]))
     for name in result["per_seed"][0]["final"]:
         v = [p["final"][name] for p in result["per_seed"]]
         share = f"{np.median(result['recovered'][name]):8.2f}x" if name in result["recovered"] else ""
