@@ -16,7 +16,8 @@ from .symbolic import Identity, SymbolicCheckError, _require
 
 __all__ = ["row_shift_lemma", "softmax_hardmax_lemma", "mean_lemma", "soft_to_lloyd_lemma",
            "sparsemax_threshold_lemma", "normmax_inf_lemma", "member_mean_lemma", "gumbel_max_lemma",
-           "medoid_counterexample", "reset_recursion_lemma"]
+           "medoid_counterexample", "reset_recursion_lemma", "entmax_threshold_lemma", "margin_lemma",
+           "soft_weight_lemma", "center_shift_lemma", "rule_algebra_lemma"]
 
 
 class _TeX(sp.Symbol):
@@ -226,3 +227,93 @@ def reset_recursion_lemma(n=3):
              "reset: the recursion's distance to its fixed point is not 2 beta (e* - e)")
     return Identity("the distance of the reset's error recursion to its fixed point", fixed - beta * (2 + 2 * e),
                     2 * beta * (fixed - e), f"n = {n}", "on the formula")
+
+
+def _entmax_threshold(w):
+    """Entmax-1.5's threshold when the support is all of ``w`` (``w = z / 2``)."""
+    mean = sum(w) / len(w)
+    return mean - sp.sqrt((1 - sum((v - mean) ** 2 for v in w)) / len(w))
+
+
+def _margin(a, b, delta):
+    """The certificate's lower bound on a point's margin when both distances move by ``delta``."""
+    return a**2 - b**2 - 2 * delta * (a + b)
+
+
+def _soft_weights(r):
+    """The soft weights of the non-nearest centers from their ratios ``r`` to the nearest one's."""
+    return [v / (1 + sum(r)) for v in r]
+
+
+def _shift_change(x, c, u):
+    """The change of ``||x - c||^2`` when ``c`` moves by ``u``, as the objective bound writes it."""
+    return 2 * ((-u) * (x - c).T)[0] + sum(t**2 for t in u)
+
+
+def _rule_bound(q, Delta, n, N, k):
+    """The closed-form rule's bound on a center's deviation."""
+    return q * Delta * (n / N + k - 2) / (1 - (k - 1) * q)
+
+
+def entmax_threshold_lemma(s=3):
+    """Entmax-1.5's threshold on a support of ``s`` entries of ``w = z / 2``: with ``m`` their mean and ``V`` the
+    sum of their squared deviations from it (``V < 1``), ``tau = m - sqrt((1 - V) / s)`` solves
+    ``sum_l (w_l - tau)^2 = 1``, so the weights ``(w_l - tau)^2`` sum to one."""
+    w = sp.symbols(f"w_1:{s + 1}", real=True)
+    tau = _entmax_threshold(w)
+    _require(sp.simplify(sp.expand(sum((v - tau) ** 2 for v in w)) - 1),
+             "entmax: the threshold does not make the weights sum to 1")
+    return Identity(f"the sum of the entmax-1.5 weights on a support of {s}, at tau = m - sqrt((1 - V)/s)",
+                    _TeX(r"\sum_l (w_l - \tau)^2"), sp.Integer(1), f"s = {s}", "on the formula")
+
+
+def margin_lemma():
+    """The certificate's perturbed margin: with ``a = sqrt(D_ij)`` and ``b = sqrt(D_ia)`` moved by at most
+    ``delta`` each, ``(a - delta)^2 - (b + delta)^2 = a^2 - b^2 - 2 delta (a + b)``."""
+    a, b, delta = sp.symbols("a b delta", nonnegative=True)
+    _require(sp.expand((a - delta) ** 2 - (b + delta) ** 2 - _margin(a, b, delta)),
+             "certificate: the perturbed margin is not a^2 - b^2 - 2 delta (a + b)")
+    return Identity("the margin of a point between two centers each moved by delta",
+                    (a - delta) ** 2 - (b + delta) ** 2, _margin(a, b, delta), "scalars", "on the formula")
+
+
+def soft_weight_lemma(k=3):
+    """The certificate's soft weights: with ratios ``r_j = s_ij / s_ia`` to the nearest center's weight,
+    ``s_ij = r_j / (1 + R)``, ``R = sum_l r_l``, and ``r_j / (1 + r_j) - s_ij = r_j (R - r_j) / ((1 + r_j)(1 + R))``,
+    non-negative: each weight is at most ``r_j / (1 + r_j)``."""
+    r = sp.symbols(f"r_2:{k + 1}", positive=True)
+    R = sum(r)
+    weights = _soft_weights(r)
+    for v, weight in zip(r, weights, strict=True):
+        _require(sp.simplify(v / (1 + v) - weight - v * (R - v) / ((1 + v) * (1 + R))),
+                 "certificate: r/(1 + r) minus a soft weight is not r (R - r) / ((1 + r)(1 + R))")
+    return Identity("how far a soft weight is below r_j / (1 + r_j)", r[0] / (1 + r[0]) - weights[0],
+                    sp.factor(r[0] * (R - r[0]) / ((1 + r[0]) * (1 + R))), f"k = {k}", "on the formula")
+
+
+def center_shift_lemma(d=2):
+    """The objective bound's first term: moving a center from ``c`` to ``c~`` changes a point's squared distance by
+    ``||x - c~||^2 - ||x - c||^2 = 2 (c - c~) . (x - c) + ||c - c~||^2``, at most ``2 delta ||x - c|| + delta^2``
+    by Cauchy-Schwarz when ``||c - c~|| <= delta``."""
+    x, c, e = (sp.Matrix(1, d, lambda _, a, n=n: sp.Symbol(f"{n}_{a + 1}", real=True)) for n in ("x", "c", "u"))
+    moved = c + e  # u = c~ - c
+
+    def sq(v):
+        return sum(t**2 for t in v)
+
+    _require(sp.expand(sq(x - moved) - sq(x - c) - _shift_change(x, c, e)),
+             "certificate: the change of a squared distance is not 2 (c - c~).(x - c) + ||c - c~||^2")
+    return Identity("the change of a point's squared distance when its center moves from c to c~",
+                    _TeX(r"\lVert x - \tilde c \rVert^2 - \lVert x - c \rVert^2"),
+                    _TeX(r"2 (c - \tilde c) \cdot (x - c) + \lVert c - \tilde c \rVert^2"), f"d = {d}",
+                    "on the formula")
+
+
+def rule_algebra_lemma():
+    """The closed-form rule's last step: ``q Delta (N (k - 1) + (n - N)) / (N (1 - (k - 1) q)) =
+    q Delta (n / N + k - 2) / (1 - (k - 1) q)``."""
+    q, Delta, n, N, k = sp.symbols("q Delta n N k", positive=True)
+    lhs = q * Delta * (N * (k - 1) + (n - N)) / (N * (1 - (k - 1) * q))
+    rhs = _rule_bound(q, Delta, n, N, k)
+    _require(sp.simplify(lhs - rhs), "certificate: the rule's bound does not reduce to q Delta (n/N + k - 2)/(...)")
+    return Identity("the bound of the closed-form rule", lhs, rhs, "symbols", "on the formula")

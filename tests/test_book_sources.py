@@ -234,3 +234,32 @@ def test_headings_write_k_in_italics(page):
     plain = [h for h in markdown_headings((BOOK / f"{page}.md").read_text())
              if re.search(r"(?<![*$\w])k-(means|medoids)|\$k\$-", h)]
     assert not plain, f"{page}: headings with a plain k: {plain}"
+
+
+def test_every_lemma_proposition_and_theorem_has_a_symbolic_check_cell():
+    """Each statement box is followed by a cell that runs its check by computer algebra (kmt_ref.symbolic on the
+    weights, kmt_ref.symbolic_formulas on the formulas) after its proof and before the next statement; a statement
+    whose proof comes right before the next statement's box may share that one's check, and a statement proved
+    later ("Proof of ...") is checked after that proof."""
+    box = re.compile(r"```\{prf:(lemma|proposition|theorem|corollary)\}[^\n]*\n:label: (\S+)")
+    check = re.compile(r"symbolic(_formulas)?\.\w+\(")
+    unchecked = []
+    for page in pages():
+        text = (BOOK / f"{page}.md").read_text()
+        found = list(box.finditer(text))
+        ends = [text.index("\n```\n", m.end()) + 5 for m in found]
+        starts = [m.start() for m in found[1:]] + [len(text)]
+        for i, m in enumerate(found):
+            label, end, stop = m.group(2), ends[i], starts[i]
+            deferred = re.search(r"Proof of \{prf:ref\}`[^`]*<" + re.escape(label) + ">`", text)
+            if "```{prf:proof}" not in text[end:stop] and deferred:  # proved later: checked after that proof
+                end = deferred.end()
+                stop = next((s for s in starts if s > end), len(text))
+            between = text[end:stop]
+            if check.search(between):
+                continue
+            alone = re.sub(r"```\{prf:proof\}.*?\n```\n", "", between, count=1, flags=re.S).strip()
+            if not alone and i + 1 < len(found) and check.search(text[ends[i + 1]:starts[i + 1]]):
+                continue  # adjacent to the next statement, whose check follows it
+            unchecked.append(f"{page}: {label}")
+    assert not unchecked, f"statements without a symbolic check cell: {unchecked}"

@@ -22,6 +22,11 @@ from kmt_ref.symbolic import SymbolicCheckError  # noqa: E402
     (F.member_mean_lemma, [dict(n=1, d=1), dict(n=4, d=3)]),
     (F.gumbel_max_lemma, [dict(r=2), dict(r=3)]),
     (F.reset_recursion_lemma, [dict(n=2), dict(n=4)]),
+    (F.entmax_threshold_lemma, [dict(s=1), dict(s=2), dict(s=4)]),
+    (F.margin_lemma, [{}]),
+    (F.soft_weight_lemma, [dict(k=2), dict(k=4)]),
+    (F.center_shift_lemma, [dict(d=1), dict(d=3)]),
+    (F.rule_algebra_lemma, [{}]),
 ])
 def test_every_statement_is_proved_at_several_sizes(lemma, sizes):
     for size in sizes:
@@ -101,3 +106,16 @@ def test_weights_whose_rows_do_not_sum_to_one_fail_the_reset_recursion(monkeypat
     monkeypatch.setattr(F.sp, "ones", lambda *shape: 2 * ones(*shape))  # rows that sum to 2 - sum_l w_il
     with pytest.raises(SymbolicCheckError, match="reset"):
         F.reset_recursion_lemma()
+
+
+@pytest.mark.parametrize("lemma, helper, wrong", [
+    (F.entmax_threshold_lemma, "_entmax_threshold", lambda w: sum(w) / len(w) - sp.sqrt(1 / len(w))),
+    (F.margin_lemma, "_margin", lambda a, b, delta: a**2 - b**2 - delta * (a + b)),
+    (F.soft_weight_lemma, "_soft_weights", lambda r: [v / sum(r) for v in r]),
+    (F.center_shift_lemma, "_shift_change", lambda x, c, u: 2 * ((-u) * (x - c).T)[0]),
+    (F.rule_algebra_lemma, "_rule_bound", lambda q, Delta, n, N, k: q * Delta * (n / N + k - 1) / (1 - (k - 1) * q)),
+])
+def test_the_certificate_and_entmax_statements_fail_with_a_wrong_formula(monkeypatch, lemma, helper, wrong):
+    monkeypatch.setattr(F, helper, wrong)
+    with pytest.raises(SymbolicCheckError):
+        lemma()

@@ -24,6 +24,9 @@ FORMULAS = {
     "Gumbel-max gives softmax (r = 2, 3)": lambda f: [f.gumbel_max_lemma(r) for r in (2, 3)],
     "no score gives the medoid: the counterexample": lambda f: f.medoid_counterexample(),
     "the all-attention reset's error recursion": lambda f: f.reset_recursion_lemma(),
+    "entmax-1.5's threshold on a support of 1, 2, 3": lambda f: [f.entmax_threshold_lemma(s) for s in (1, 2, 3)],
+    "the certificate's margins, soft weights, center shift, rule": lambda f: (
+        f.margin_lemma(), f.soft_weight_lemma(), f.center_shift_lemma(), f.rule_algebra_lemma()),
 }
 
 
