@@ -14,13 +14,13 @@ import autograd.numpy as anp
 import numpy as np
 import scipy.optimize
 
-from .._validation import check_instance, check_int, check_positive, check_rng
+from .._validation import check_instance, check_int, check_rng
 from ..tasks import draw_tasks
 from ..variants.leaky import leaky_step
 from .config import TrainConfig
 from .loss import smoothed_objective
 
-__all__ = ["unrolled_loss", "fit_leaky"]
+__all__ = ["unrolled_loss", "fit_leaky", "FIT_GRID", "FIT_RESTARTS", "FIT_SUBSETS"]
 
 
 def unrolled_loss(log_params, X, init, n_unroll, tau):
@@ -48,17 +48,26 @@ def unrolled_loss(log_params, X, init, n_unroll, tau):
 _value_and_grad = autograd.value_and_grad(unrolled_loss)
 
 
-def fit_leaky(rng, config, n_unroll, n_tasks=256, start=(4.0, 6.0)):
+#: The fit's first stage: the mean loss at every ``(beta, sharpness)`` of this grid (both axes), before L-BFGS
+#: refines the best of them.
+FIT_GRID = tuple(float(v) for v in np.geomspace(0.5, 128.0, 9))
+#: Grid points refined by L-BFGS; the lowest end point is the fit, the others measure how much the start matters.
+FIT_RESTARTS = 4
+#: Disjoint slices of the sample, each fitted the same way, to measure how much the sample matters.
+FIT_SUBSETS = 4
+
+
+def fit_leaky(rng, config, n_unroll, n_tasks=256, restarts=FIT_RESTARTS, subsets=FIT_SUBSETS):
     """Fit ``(beta, sharpness)`` to the mean loss of ``n_tasks`` tasks drawn once from the training distribution.
 
-    A local minimizer of that mean over ``log beta`` and ``log sharpness``, by
-    L-BFGS (``scipy.optimize.minimize``) with autograd's gradient, from
-    ``start``: the mean has several minima (other starts end elsewhere, at
-    nearly the same loss), and this is the one reached from ``start``. A
-    fixed sample rather than Adam on fresh batches: Adam's end point wanders
-    with its batches, and through 20 steps it changed with the last bits of
-    the arithmetic; this minimizer of a fixed sample's mean does not (tested:
-    a change of the sample in the 15th digit moves it by less than 1e-3).
+    The mean has several local minima, so a local search from one start ends at whichever basin holds the start.
+    First the mean loss is taken at every point of :data:`FIT_GRID` x :data:`FIT_GRID`; then L-BFGS
+    (``scipy.optimize.minimize``, autograd's gradient, over ``log beta`` and ``log sharpness``) refines each of the
+    ``restarts`` best grid points, and the lowest end point is the fit. A fixed sample rather than Adam on fresh
+    batches: Adam's end point wanders with its batches, and through 20 steps it changed with the last bits of the
+    arithmetic; this minimizer of a fixed sample's mean does not (tested: a change of the sample in the 15th digit
+    moves it by less than 1e-3). The same fit on each of ``subsets`` disjoint slices of the sample (one restart
+    each) measures how much the sample matters.
 
     Parameters
     ----------
@@ -70,24 +79,44 @@ def fit_leaky(rng, config, n_unroll, n_tasks=256, start=(4.0, 6.0)):
         Leaky steps before the loss is taken.
     n_tasks : int
         Tasks in the sample.
-    start : (float, float)
-        Initial ``(beta, sharpness)``.
+    restarts : int
+        Grid points refined (>= 1).
+    subsets : int
+        Disjoint slices of the sample fitted on their own (0: none; at most ``n_tasks``).
 
     Returns
     -------
     dict
-        ``beta``, ``sharpness`` (floats), ``loss`` (the sample's mean loss there) and ``n_iter`` (L-BFGS
-        iterations).
+        ``beta``, ``sharpness`` (floats), ``loss`` (the sample's mean loss there), ``n_iter`` (L-BFGS iterations
+        of the fit), ``restarts`` (each refined grid point's ``start`` and end: ``beta``, ``sharpness``,
+        ``loss``) and ``subsets`` (each slice's fit: ``beta``, ``sharpness``, ``loss`` on its slice).
     """
     check_rng(rng)
     check_instance(config, "config", TrainConfig)
-    if np.ndim(start) != 1 or len(start) != 2:
-        raise ValueError(f"start must be a pair (beta, sharpness); got start={start!r}")
     n_unroll = check_int(n_unroll, "n_unroll", low=1)
     n_tasks = check_int(n_tasks, "n_tasks", low=1)
-    start = np.log([check_positive(start[0], "start[0]"), check_positive(start[1], "start[1]")])
+    restarts = check_int(restarts, "restarts", low=1, high=len(FIT_GRID) ** 2)
+    subsets = check_int(subsets, "subsets", low=0, high=n_tasks)
     X, init = draw_tasks(rng, n_tasks, init="first", **config.task_kwargs())
-    return _minimize(X, init, n_unroll, config.tau, start)
+    ends = _fit(X, init, n_unroll, config.tau, restarts)
+    best = min(ends, key=lambda e: e["loss"])
+    parts = [_fit(X[part], init[part], n_unroll, config.tau, 1)[0]
+             for part in np.array_split(np.arange(n_tasks), subsets)] if subsets else []
+    return dict(beta=best["beta"], sharpness=best["sharpness"], loss=best["loss"], n_iter=best["n_iter"],
+                restarts=ends, subsets=[{key: p[key] for key in ("beta", "sharpness", "loss")} for p in parts])
+
+
+def _fit(X, init, n_unroll, tau, restarts):
+    """L-BFGS from each of the ``restarts`` grid points with the lowest mean loss, in order of that loss."""
+    grid = np.log(FIT_GRID)
+    points = [(a, b) for a in grid for b in grid]
+    losses = [float(unrolled_loss(np.array(p), X, init, n_unroll, tau)) for p in points]
+    order = sorted(range(len(points)), key=lambda i: (not np.isfinite(losses[i]), losses[i]))[:restarts]
+    ends = []
+    for i in order:
+        end = _minimize(X, init, n_unroll, tau, np.array(points[i]))
+        ends.append(dict(start=[float(np.exp(v)) for v in points[i]], **end))
+    return ends
 
 
 def _minimize(X, init, n_unroll, tau, log_start):
