@@ -48,8 +48,8 @@ def unrolled_loss(log_params, X, init, n_unroll, tau):
 _value_and_grad = autograd.value_and_grad(unrolled_loss)
 
 
-#: The fit's first stage: the mean loss at every ``(beta, sharpness)`` of this grid (both axes), before L-BFGS
-#: refines the best of them.
+#: The values of ``beta`` and of ``sharpness`` at which the fit first takes the mean loss (every pair), before
+#: L-BFGS refines the best of them.
 FIT_GRID = tuple(float(v) for v in np.geomspace(0.5, 128.0, 9))
 #: Grid points refined by L-BFGS; the lowest end point is the fit, the others measure how much the start matters.
 FIT_RESTARTS = 4
