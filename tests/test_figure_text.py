@@ -102,9 +102,8 @@ def data_under_legends(fig):
         if legend is None:
             continue
         box = legend.get_window_extent()
-        shown = [_along(ax.transData.transform(line.get_xydata())) for line in ax.get_lines()
-                 if line.get_linestyle() not in ("None", "none", "")]
-        shown += [ax.transData.transform(line.get_xydata()) for line in ax.get_lines()]
+        shown = [_along(xy) if line.get_linestyle() not in ("None", "none", "") else xy
+                 for line in ax.get_lines() for xy in [ax.transData.transform(line.get_xydata())]]
         shown += [ax.transData.transform(c.get_offsets()) for c in ax.collections
                   if isinstance(c, matplotlib.collections.PathCollection)]  # scatter markers
         covered += [tuple(p) for xy in shown for p in xy if np.isfinite(p).all() and box.contains(*p)]

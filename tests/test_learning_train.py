@@ -396,5 +396,6 @@ def test_a_perturbed_run_starts_a_few_roundings_away_and_is_another_run(tmp_path
     train(TrainConfig(**{**CONFIG.to_dict(), "perturb": 1}), path, stop_at=10, progress=False)
     with pytest.raises(ValueError, match="perturb"):  # a perturbed checkpoint is not the unperturbed run's
         train(CONFIG, path, resume=True, progress=False)
-    with pytest.raises(ValueError, match="perturb"):
-        TrainConfig(perturb=-1)
+    for bad in (-1, 2**20 + 1):  # a factor further from 1 would be another draw, not a rounding
+        with pytest.raises(ValueError, match="perturb"):
+            TrainConfig(perturb=bad)

@@ -8,7 +8,10 @@ from .._validation import check_bool, check_choice, check_fraction, check_int, c
 from ..tasks import check_family
 from .model import ModelConfig
 
-__all__ = ["TrainConfig", "LOSS_ON", "PRECISIONS", "MAX_STEP_BYTES"]
+__all__ = ["TrainConfig", "LOSS_ON", "PRECISIONS", "MAX_STEP_BYTES", "MAX_PERTURB"]
+
+#: The largest ``perturb`` of :class:`TrainConfig`: its factor ``1 + p 2^-52`` stays within ``2^-32`` of 1.
+MAX_PERTURB = 2**20
 
 #: Which applications' centers the multi-step loss looks at.
 LOSS_ON = ("last", "every")
@@ -101,7 +104,8 @@ class TrainConfig:
         for name in ("d", "k", "n", "n_layers", "batch", "n_steps", "eval_every", "val_tasks"):
             store(name, check_int(getattr(self, name), name, low=1))
         check_k(self.k, self.n)
-        for name in ("patience", "seed", "perturb"):
+        store("perturb", check_int(self.perturb, "perturb", low=0, high=MAX_PERTURB))
+        for name in ("patience", "seed"):
             store(name, check_int(getattr(self, name), name, low=0))
         for name in ("tied", "equal_weights", "isotropic"):
             store(name, check_bool(getattr(self, name), name))

@@ -113,7 +113,7 @@ def multi_step(scale="beyond", results_dir=None, train_missing=True, progress=Tr
 
 
 #: The runs of the chaos experiment: each seed's own (0) and three reruns whose initial parameters are multiplied
-#: by ``1 + p 2^-52`` (:attr:`~kmt_ref.learning.config.TrainConfig.perturb`).
+#: by ``1 + p 2^-52`` (the ``perturb`` of :class:`~kmt_ref.learning.config.TrainConfig`).
 PERTURBATIONS = (0, 1, 2, 3)
 
 
@@ -152,7 +152,7 @@ def chaos(scale="beyond", results_dir=None, train_missing=True, progress=True, s
                      val_ratio_spread=(ratios.max(axis=0) - ratios.min(axis=0)).tolist(),
                      runs_below_lloyd=[int(n) for n in (gaps < 0).sum(axis=0)])
         out["models"][key] = entry
-    out["seeds"] = next(iter(out["models"]["standard"]["per_perturbation"].values()))["seeds"]
+    out["seeds"] = next(iter(entry["per_perturbation"].values()))["seeds"]  # every model's: the same tasks
     out["lloyd_final"] = runs.finite(lloyd[:, -1])
     return out
 

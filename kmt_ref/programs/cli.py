@@ -24,6 +24,7 @@ import sys
 from .._validation import check_writable
 from ..engine import Engine
 from ..learning import protocols
+from ..learning.config import MAX_PERTURB
 from . import experiments, runs
 from ._cli import integer_at_least, positive_number
 from .jobs import MAX_WORKERS, check_cluster, cluster, run_jobs
@@ -179,7 +180,7 @@ def train_command(argv=()):
     parser.add_argument("--precision", choices=("float64", "float32"),
                         help="arithmetic of each step's forward and backward pass (default float64; float32 is "
                         "faster, as bench measures; parameters and validation stay float64)")
-    parser.add_argument("--perturb", type=integer_at_least(0, 2**20),
+    parser.add_argument("--perturb", type=integer_at_least(0, MAX_PERTURB),
                         help="multiply the initial parameters by 1 + PERTURB * 2^-52 (default 0: as drawn), a "
                         "rerun that differs by rounding only")
     _cluster_options(parser, "train")

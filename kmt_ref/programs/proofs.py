@@ -30,6 +30,15 @@ FORMULAS = {
 }
 
 
+def _holds(prove, error):
+    """Whether ``prove()`` finishes without ``error`` (a failed identity)."""
+    try:
+        prove()
+    except error:
+        return False
+    return True
+
+
 def symbolic_rows(quick=False):
     """Every lemma of Theorems 2.1 and 2.2, each configuration, and the blocks of every registered variant,
     proved for every input by computer algebra on the weights the library builds (:mod:`kmt_ref.symbolic`;
@@ -52,28 +61,17 @@ def symbolic_rows(quick=False):
             if model.ffn is not None:
                 lemmas.append(("FFN writes ||c||^2", lambda m, n: symbolic.ffn_lemma(m)))
             for name, lemma in lemmas:
-                try:
-                    lemma(model, 3)
-                    holds = True
-                except symbolic.SymbolicCheckError:
-                    holds = False
+                holds = _holds(lambda lemma=lemma, model=model: lemma(model, 3), symbolic.SymbolicCheckError)
                 rows.append(Row(f"Thm {theorem} {config}", "symbolic d=2 k=2 n=3", float("inf"), name, 0.0, 0.0,
                                 holds, True, kind="proof"))
     for name, variant in VARIANTS.items():
-        try:
-            symbolic.variant_lemmas(variant.build(2, 2), 3)
-            holds = True
-        except symbolic.SymbolicCheckError:
-            holds = False
+        holds = _holds(lambda variant=variant: symbolic.variant_lemmas(variant.build(2, 2), 3),
+                       symbolic.SymbolicCheckError)
         rows.append(Row(name, "symbolic d=2 k=2 n=3", np.inf if variant.parameter is None else variant.values[0],
                         "its blocks, as its proposition uses them", 0.0, 0.0, holds, True,
                         variant.parameter or "gamma", kind="proof"))
     for name, prove in FORMULAS.items():
-        try:
-            prove(symbolic_formulas)
-            holds = True
-        except symbolic.SymbolicCheckError:
-            holds = False
+        holds = _holds(lambda prove=prove: prove(symbolic_formulas), symbolic.SymbolicCheckError)
         rows.append(Row("formula", "symbolic", float("nan"), name, 0.0, 0.0, holds, True, parameter="",
                         kind="proof"))
     return rows

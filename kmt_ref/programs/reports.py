@@ -183,7 +183,7 @@ def interpret(result):
     for u, f in fits.items():
         if "restarts" in f:  # the grid-and-refine fit: how far its start and its sample move it
             lines.insert(-1, f"  the fit through {u} step(s) from its {len(f['restarts'])} best grid points: "
-                         + _ranges(f["restarts"]) + f"; on {len(f['subsets'])} disjoint quarters of its sample: "
+                         + _ranges(f["restarts"]) + f"; on {len(f['subsets'])} disjoint slices of its sample: "
                          + _ranges(f["subsets"]))
     for name in result["per_seed"][0]["final"]:
         v = [p["final"][name] for p in result["per_seed"]]
