@@ -12,6 +12,7 @@ SymPy is an optional dependency, as for :mod:`kmt_ref.symbolic`: ``import kmt_re
 
 import sympy as sp
 
+from ._validation import check_int
 from .symbolic import Identity, SymbolicCheckError, _require
 
 __all__ = ["row_shift_lemma", "softmax_hardmax_lemma", "mean_lemma", "soft_to_lloyd_lemma",
@@ -30,6 +31,14 @@ class _TeX(sp.Symbol):
 def _softmax(row, gamma):
     total = sum(sp.exp(gamma * v) for v in row)
     return [sp.exp(gamma * v) / total for v in row]
+
+
+#: The largest size a statement is proved at here: SymPy's work grows fast with it.
+MAX_SIZE = 6
+
+
+def _size(value, name, low=1):
+    return check_int(value, name, low=low, high=MAX_SIZE)
 
 
 def _mean(X):
@@ -57,6 +66,7 @@ def row_shift_lemma(r=3):
     softmax(gamma s)`` for every real row ``s`` of ``r`` scores, every ``a`` and ``gamma > 0`` (the lemma that
     makes Theorem 2.2's dot-product CAX the Euclidean one). :func:`kmt_ref.attention.softmax` computes this
     formula, stabilized by the row maximum, itself such a shift."""
+    r = _size(r, "r", low=1)
     s = sp.symbols(f"s_1:{r + 1}", real=True)
     a, gamma = sp.Symbol("a", real=True), sp.Symbol("gamma", positive=True)
     shifted, plain = _softmax([v + a for v in s], gamma), _softmax(list(s), gamma)
@@ -73,8 +83,8 @@ def softmax_hardmax_lemma(r=3, m=1):
     ``eps = sum_b exp(-gamma Delta_b)`` and ``Z = m + eps``; every maximal score's hardmax weight ``1/m`` is at
     least its softmax weight, by ``eps / (m Z)``. With ``exp(-gamma Delta_b) <= exp(-gamma Delta)`` this gives
     the proposition's bound ``2 (r - m) exp(-gamma Delta)``."""
-    if not 1 <= m < r:
-        raise ValueError(f"m must be in [1, r); got m={m}, r={r}")
+    r = _size(r, "r", low=2)
+    m = check_int(m, "m", low=1, high=r - 1)
     top, gamma = sp.Symbol("s^*", real=True), sp.Symbol("gamma", positive=True)
     gaps = sp.symbols(f"Delta_1:{r - m + 1}", positive=True)
     weights = _softmax([top] * m + [top - g for g in gaps], gamma)
@@ -95,6 +105,8 @@ def softmax_hardmax_lemma(r=3, m=1):
 def mean_lemma(n=3, d=2):
     """Lloyd's update minimizes a cluster's sum of squares: ``sum_i ||x_i - c||^2 = sum_i ||x_i - m||^2 +
     n ||m - c||^2`` for every ``c``, ``m`` the members' mean (the step of the monotone-descent proposition)."""
+    n = _size(n, "n", low=1)
+    d = _size(d, "d", low=1)
     X = sp.Matrix(n, d, lambda i, a: sp.Symbol(f"x_{i + 1}{a + 1}", real=True))
     c = sp.Matrix(1, d, lambda _, a: sp.Symbol(f"c_{a + 1}", real=True))
     mean = _mean(X)
@@ -114,6 +126,7 @@ def soft_to_lloyd_lemma(k=3):
     """Soft k-means' responsibilities of a point with a unique nearest center (its others farther by
     ``delta_j > 0`` in squared distance): each other responsibility is ``exp(-beta delta_j)`` less a positive
     term, and the nearest center's tends to 1 as ``beta -> oo``."""
+    k = _size(k, "k", low=2)
     beta = sp.Symbol("beta", positive=True)
     deltas = sp.symbols(f"delta_2:{k + 1}", positive=True)
     near = sp.Symbol("D", nonnegative=True)  # the squared distance to the nearest center
@@ -134,6 +147,7 @@ def sparsemax_threshold_lemma(s=3):
     """Sparsemax's threshold on a support of the ``s`` largest scores ``z_1 >= ... >= z_s``:
     ``tau = (z_1 + ... + z_s - 1) / s`` makes the weights ``z_l - tau`` sum to 1, and the smallest of them is
     positive exactly when ``1 + s z_s > z_1 + ... + z_s``: ``s (z_s - tau) = 1 + s z_s - sum_l z_l``."""
+    s = _size(s, "s", low=1)
     z = sp.symbols(f"z_1:{s + 1}", real=True)
     tau = _sparsemax_threshold(z)
     _require(sp.expand(sum(v - tau for v in z) - 1), "sparsemax: the weights on the support do not sum to 1")
@@ -148,6 +162,7 @@ def normmax_inf_lemma(s=2):
     the ``s`` largest scores (``S_s`` their sum), ``h(s+1) - h(s) = (z_{s+1} - h(s)) / (s+1)``,
     ``z_{s+1} - h(s+1) = s (z_{s+1} - h(s)) / (s+1)``, and ``(s+1) (z_{s+1} - h(s+1)) = t - sum_{l <= s+1}
     (z_l - z_{s+1})``: the three equivalences of the lemma's proof, each a positive multiple."""
+    s = _size(s, "s", low=1)
     z = sp.symbols(f"z_1:{s + 2}", real=True)
     t = sp.Symbol("t", positive=True)
 
@@ -166,6 +181,8 @@ def normmax_inf_lemma(s=2):
 def member_mean_lemma(n=3, d=2):
     """The spherical zero-mean lemma's step: ``sum_{i in S} x_i . (c_j - c_l) = |S| m_j . (c_j - c_l)`` for the
     members' mean ``m_j``, so a zero mean makes the sum of strictly positive preferences zero."""
+    n = _size(n, "n", low=1)
+    d = _size(d, "d", low=1)
     X = sp.Matrix(n, d, lambda i, a: sp.Symbol(f"x_{i + 1}{a + 1}", real=True))
     cj = sp.Matrix(1, d, lambda _, a: sp.Symbol(f"c_{a + 1}", real=True))
     cl = sp.Matrix(1, d, lambda _, a: sp.Symbol(f"b_{a + 1}", real=True))
@@ -182,6 +199,7 @@ def gumbel_max_lemma(r=2):
     """The Gumbel-max trick for ``r`` scores: ``P(s_1 + g_1 > s_b + g_b for all b) = softmax(s)_1`` for
     independent standard Gumbel ``g_b``. With ``u = exp(-g_1)`` the probability is
     ``int_0^oo exp(-u (1 + sum_b exp(s_b - s_1))) du``, which SymPy integrates."""
+    r = _size(r, "r", low=2)
     s = sp.symbols(f"s_1:{r + 1}", real=True)
     u = sp.Symbol("u", positive=True)
     # P(g_b < s_1 - s_b + g_1) = exp(-exp(-(s_1 - s_b + g_1))) = exp(-u exp(s_b - s_1)); g_1's density in u is
@@ -213,6 +231,7 @@ def reset_recursion_lemma(n=3):
     """The all-attention reset's two steps: a row of ``(I - W) Y`` is ``sum_l w_il (y_i - y_l)`` when ``W``'s rows
     sum to 1 (any ``n`` tokens), and the error recursion ``e -> beta (2 + 2 e)`` stays below its fixed point
     ``e* = 2 beta / (1 - 2 beta)``: ``e* - beta (2 + 2 e) = 2 beta (e* - e)``, non-negative for ``e <= e*``."""
+    n = _size(n, "n", low=2)
     W = sp.Matrix(n, n, lambda i, l: sp.Symbol(f"w_{i + 1}{l + 1}", real=True))
     W[:, -1] = sp.ones(n, 1) - W[:, :-1] * sp.ones(n - 1, 1)  # rows that sum to 1
     Y = sp.Matrix(n, 1, lambda i, _: sp.Symbol(f"y_{i + 1}", real=True))
@@ -259,6 +278,7 @@ def entmax_threshold_lemma(s=3):
     """Entmax-1.5's threshold on a support of ``s`` entries of ``w = z / 2``: with ``m`` their mean and ``V`` the
     sum of their squared deviations from it (``V < 1``), ``tau = m - sqrt((1 - V) / s)`` solves
     ``sum_l (w_l - tau)^2 = 1``, so the weights ``(w_l - tau)^2`` sum to one."""
+    s = _size(s, "s", low=1)
     w = sp.symbols(f"w_1:{s + 1}", real=True)
     tau = _entmax_threshold(w)
     _require(sp.simplify(sp.expand(sum((v - tau) ** 2 for v in w)) - 1),
@@ -281,6 +301,7 @@ def soft_weight_lemma(k=3):
     """The certificate's soft weights: with ratios ``r_j = s_ij / s_ia`` to the nearest center's weight,
     ``s_ij = r_j / (1 + R)``, ``R = sum_l r_l``, and ``r_j / (1 + r_j) - s_ij = r_j (R - r_j) / ((1 + r_j)(1 + R))``,
     non-negative: each weight is at most ``r_j / (1 + r_j)``."""
+    k = _size(k, "k", low=2)
     r = sp.symbols(f"r_2:{k + 1}", positive=True)
     R = sum(r)
     weights = _soft_weights(r)
@@ -295,6 +316,7 @@ def center_shift_lemma(d=2):
     """The objective bound's first term: moving a center from ``c`` to ``c~`` changes a point's squared distance by
     ``||x - c~||^2 - ||x - c||^2 = 2 (c - c~) . (x - c) + ||c - c~||^2``, at most ``2 delta ||x - c|| + delta^2``
     by Cauchy-Schwarz when ``||c - c~|| <= delta``."""
+    d = _size(d, "d", low=1)
     x, c, e = (sp.Matrix(1, d, lambda _, a, n=n: sp.Symbol(f"{n}_{a + 1}", real=True)) for n in ("x", "c", "u"))
     moved = c + e  # u = c~ - c
 

@@ -119,3 +119,14 @@ def test_the_certificate_and_entmax_statements_fail_with_a_wrong_formula(monkeyp
     monkeypatch.setattr(F, helper, wrong)
     with pytest.raises(SymbolicCheckError):
         lemma()
+
+
+@pytest.mark.parametrize("lemma, kwargs, name", [
+    (F.mean_lemma, dict(n=0), "n"), (F.softmax_hardmax_lemma, dict(r=3, m=3), "m"),
+    (F.soft_to_lloyd_lemma, dict(k=1), "k"),
+    (F.sparsemax_threshold_lemma, dict(s=99), "s"), (F.gumbel_max_lemma, dict(r=2.5), "r"),
+    (F.reset_recursion_lemma, dict(n=1), "n"), (F.center_shift_lemma, dict(d=-1), "d"),
+])
+def test_a_size_out_of_range_is_refused_by_name(lemma, kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        lemma(**kwargs)
