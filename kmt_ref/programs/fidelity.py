@@ -26,12 +26,14 @@ import scipy.optimize
 from .._validation import check_int
 from ..classical import lloyd
 from ..geometry import kmeans_objective
+from ..learning.circuit import SUMMARIES, circuit_step
 from ..learning.model import run_steps
 from ..tasks import draw_tasks
 from ..variants.leaky import leaky_step
 from ..variants.soft import soft_kmeans
 
-__all__ = ["candidate_steps", "fidelity_of_seed", "distill", "summarize_fidelity", "QUARTILES"]
+__all__ = ["candidate_steps", "circuit_steps", "circuit_name", "CIRCUITS", "CIRCUIT", "fidelity_of_seed", "distill",
+           "summarize_fidelity", "QUARTILES"]
 
 #: The quantiles of the one-step ratio over tasks that the report gives.
 QUARTILES = (0.25, 0.5, 0.75)
@@ -52,6 +54,25 @@ def candidate_steps(soft_beta, fits, distilled=None):
         name = "leaky, distilled from the layer" if unroll == "distilled" else f"leaky, fitted through {unroll}"
         steps[name] = lambda X, C, f=f: np.asarray(leaky_step(X, C, f["beta"], f["sharpness"])[0])
     return steps
+
+
+#: The circuits measured (:mod:`kmt_ref.learning.circuit`), each by the blocks it summarizes: the values
+#: alone, then SAX or CAC besides, then both (:data:`CIRCUIT`, around the layer's own CAX), then every block.
+CIRCUITS = (("values",), ("values", "SAX"), ("values", "CAC"), ("values", "SAX", "CAC"), SUMMARIES)
+#: The circuit that keeps only the layer's CAX: the closed form of the rest of the layer.
+CIRCUIT = ("values", "SAX", "CAC")
+
+
+def circuit_name(summarized):
+    """A circuit's candidate name in the report: ``"circuit, summarized: values, SAX"``."""
+    return "circuit, summarized: " + ", ".join(summarized)
+
+
+def circuit_steps(theta, model_config, fit, circuits=CIRCUITS, engine=None):
+    """``{name: step(X, C)}`` of each of ``circuits`` around the layer ``theta`` at :func:`fit_circuit
+    <kmt_ref.learning.circuit.fit_circuit>`'s ``fit``."""
+    return {circuit_name(c): lambda X, C, c=c: circuit_step(theta, model_config, fit, X, C, c, engine)
+            for c in circuits}
 
 
 def _final_logs(X, centers):

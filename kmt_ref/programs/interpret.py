@@ -17,6 +17,7 @@ import numpy as np
 from .._validation import check_choice
 from ..classical import lloyd
 from ..geometry import nearest_center
+from ..learning.circuit import fit_circuit
 from ..learning.closed_form import fit_leaky
 from ..learning.evaluate import evaluation_tasks, lloyd_curve, log_objective_curve, model_curve
 from ..learning.model import to_transformer
@@ -28,7 +29,7 @@ from ..variants.soft import responsibilities, soft_kmeans
 from . import runs
 from .beyond import _learned_on, _scores, real_data_starts
 from .dissection import DISSECTION_TASKS, QUANTITY_TASKS
-from .fidelity import candidate_steps, distill, fidelity_of_seed, summarize_fidelity
+from .fidelity import CIRCUIT, candidate_steps, circuit_steps, distill, fidelity_of_seed, summarize_fidelity
 
 __all__ = ["interpret", "strides", "SOFT_BETAS", "FIT", "OWNERSHIP_BETA", "OWNS", "SHIFTS", "MADE_STARTS"]
 
@@ -227,7 +228,10 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
     :data:`QUANTITY_TASKS` of them, how far one step of each moves the
     centers that own and that share their points (:func:`strides`), and how
     faithfully each candidate describes the layer task by task (its one-step
-    ratio and gain correlation, :mod:`kmt_ref.programs.fidelity`).
+    ratio and gain correlation, :mod:`kmt_ref.programs.fidelity`), among
+    them the layer distilled block by block
+    (:func:`~kmt_ref.learning.circuit.fit_circuit`, on each seed's layer;
+    its fit on each disjoint slice of the fitting tasks is measured too).
 
     Off the training distribution, with the scalars fitted through the
     evaluation's steps: the tasks of the committed shift experiments
@@ -264,10 +268,15 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
             steps[f"leaky, fitted through {unroll}"] = lambda x, c, f=f: leaky_step(x, c, f["beta"], f["sharpness"])[0]
         stride, counts = strides(X[:QUANTITY_TASKS], init[:QUANTITY_TASKS], steps)
         distilled = distill(r.theta, r.config, engine=engine)
-        faithful = fidelity_of_seed(r.theta, r.config.model, X, init, n_steps,
-                                    candidate_steps(soft_beta, fits, distilled), engine)
+        circuit = fit_circuit(r.theta, r.config)
+        candidates = dict(candidate_steps(soft_beta, fits, distilled),
+                          **circuit_steps(r.theta, r.config.model, circuit, engine=engine))
+        slices = {f"slice {i}": step for i, part in enumerate(circuit["subsets"])
+                  for step in circuit_steps(r.theta, r.config.model, part, (CIRCUIT,), engine).values()}
+        faithful = fidelity_of_seed(r.theta, r.config.model, X, init, n_steps, dict(candidates, **slices), engine)
+        circuit["subsets_fidelity"] = [faithful.pop(name) for name in slices]
         per_seed.append(dict(seed=r.config.seed, final=final, stride=stride, centers=counts, fidelity=faithful,
-                             distilled=distilled))
+                             distilled=distilled, circuit=circuit))
     shifted = _shifted(models, scale, fits[n_steps], n_steps, progress, results_dir)
     made = _made(models, n_tasks, n_steps, fits[n_steps], progress, engine)
     real = _real(models, fits[n_steps], soft_beta, progress, engine)

@@ -233,13 +233,37 @@ def _fidelity_lines(result):
     for name, v in result["fidelity"].items():
         f2 = [x for x in v["gain_correlation"] if x is not None and np.isfinite(x)]
         f2_text = f"[{min(f2):.2f}, {max(f2):.2f}]" if f2 else "undefined (no gain)"
-        lines.append(f"  {name:<34}F1 [{min(v['one_step_ratio']):.2f}, {max(v['one_step_ratio']):.2f}]   "
+        lines.append(f"  {name:<44}F1 {np.median(v['one_step_ratio']):.2f} [{min(v['one_step_ratio']):.2f}, "
+                     f"{max(v['one_step_ratio']):.2f}]   "
                      f"F2 {f2_text}")
     distilled = [(p["distilled"]["beta"], p["distilled"]["sharpness"]) for p in result["per_seed"]]
     lines.append(f"  (distilled from each seed's layer: beta {min(b for b, _ in distilled):.2f}-"
                  f"{max(b for b, _ in distilled):.2f}, sharpness {min(s for _, s in distilled):.2f}-"
                  f"{max(s for _, s in distilled):.2f}; best of {len(starts[0])} starts, the others ending "
                  f"{max(max(s) - min(s) for s in starts):.2g} higher in relative squared distance at most)")
+    if "circuit" in result["per_seed"][0]:
+        lines += _circuit_lines(result["per_seed"])
+    return lines
+
+
+def _circuit_lines(per_seed):
+    """The block summaries fitted on each seed's layer, and how far the fit on a slice of the tasks moves F1, F2."""
+    fits = [p["circuit"] for p in per_seed]
+
+    def span(values, fmt=".3g"):
+        return f"{min(values):{fmt}}-{max(values):{fmt}}"
+    lines = ["  the circuit's summaries fitted on each seed's layer (range over seeds; r2: share of the block's "
+             "centered log-weights, of the centers' moves for the values, that the summary explains):"]
+    for key, block in (("beta", "CAX"), ("inv_width", "SAX"), ("eta", "CAC"), ("zeta", "CAC")):
+        lines.append(f"    {key:<10}{span([f[key] for f in fits]):<16}r2 {block} "
+                     f"{span([f['r2'][block] for f in fits], '.2f')}")
+    for i in range(3):
+        lines.append(f"    mu_{i:<7}{span([f['mu'][i] for f in fits])}")
+    lines.append(f"    r2 of the values {span([f['r2']['values'] for f in fits], '.3f')}")
+    slices = [s for f in fits for s in f["subsets_fidelity"]]
+    lines.append(f"  fitted on one of {len(fits[0]['subsets'])} disjoint slices of the tasks instead, the circuit "
+                 f"around the layer's CAX has F1 {span([s['one_step_ratio']['median'] for s in slices], '.2f')}, "
+                 f"F2 {span([s['gain_correlation'] for s in slices], '.2f')} (every seed and slice)")
     return lines
 
 

@@ -1,0 +1,233 @@
+"""The trained layer distilled block by block: each block's summary fitted to that block's own outputs.
+
+With re-embedded tokens (points ``[x_i | 0]``, centers ``[c_j | e_j]``) one application of the layer is
+three attention maps and the values they average::
+
+    A = CAX's weights   (n, k)  each point over the centers
+    S = SAX's weights   (n, n)  each point over the points
+    W = CAC's weights   (k, n)  each center over the points, as CAX and SAX rewrote them
+    c_j' = the x coordinates of c_j + (CAC's write)_j + (SAC's write)_j
+
+Each block is replaced by a summary with a scalar or two, fitted on training tasks to what the block itself
+computes there (least squares; a softmax's log-weights, centered over the keys of each query, are linear in
+the summary's scalars)::
+
+    values  c_j' = mu_0 c_j + sum_i W_ji (mu_1 x_i + mu_2 (S X)_i)    mu (3): the layer's new centers
+    SAX     S_il = softmax_l(-w ||x_i - x_l||^2)                        w:  SAX's log-weights
+    CAC     W_ji = softmax_i(eta A_ij - zeta ||A_i||^2)                 eta, zeta: CAC's log-weights, A CAX's
+    CAX     A_ij = softmax_j(-beta ||x_i - c_j||^2)                     beta: CAX's log-weights
+
+Why these forms: composed through the blocks, the value maps that carry a point's ``x`` into a center
+(CAC's own, CAC's after SAX's, SAC's) are near multiples of the identity, and what CAC's scores read of the
+points' keys is, to first order, the assignment CAX wrote into them (the cross term, ``eta A_ij``) and its
+square (the keys' norm, ``zeta ||A_i||^2``). :data:`SUMMARIES` are the blocks that may be summarized;
+:func:`circuit_step` runs the layer's own maps for the others, so that the fidelity lost by each summary is
+measured on its own (:mod:`kmt_ref.programs.fidelity`). With SAX, CAC and the values summarized the circuit
+is built back into exact transformer weights around the layer's own CAX, or around soft k-means's CAX at
+``beta`` (:func:`circuit_transformer`).
+"""
+
+import numpy as np
+
+from .._validation import check_choice, check_int
+from ..attention import Block, attention_weights, softmax
+from ..engine import Engine
+from ..geometry import squared_distances
+from ..kernels.softmax import euclidean_softmax_attention, euclidean_softmax_weights
+from ..layer import KMeansTransformer, transformer_layer
+from ..tasks import draw_tasks
+from .analysis import attention_maps
+from .model import blocks_from_params, to_transformer
+
+__all__ = ["SUMMARIES", "FIT_SUBSETS", "fit_circuit", "circuit_step", "circuit_transformer"]
+
+#: Query rows of the summarized SAX kernel computed at once (bounds its memory at ``ROWS * n``).
+ROWS = 256
+#: Disjoint slices of the fitting tasks, each fitted on its own (the spread over samples).
+FIT_SUBSETS = 4
+#: What a circuit may summarize; ``"values"`` always, ``"CAX"`` only with ``"CAC"`` (whose summary reads it).
+SUMMARIES = ("values", "SAX", "CAC", "CAX")
+
+
+def _centered(L):
+    """Log-weights centered over the keys of each query (the last axis)."""
+    return L - L.mean(axis=-1, keepdims=True)
+
+
+class _LeastSquares:
+    """Normal equations accumulated over tasks: ``target ~ sum_f coef_f feature_f``."""
+
+    def __init__(self, n_features):
+        self.gram, self.rhs, self.square = np.zeros((n_features, n_features)), np.zeros(n_features), 0.0
+
+    def add(self, features, target):
+        F = np.stack([f.ravel() for f in features], axis=1)
+        self.gram += F.T @ F
+        self.rhs += F.T @ target.ravel()
+        self.square += float(np.sum(target * target))
+
+    def __add__(self, other):
+        total = _LeastSquares(len(self.rhs))
+        total.gram, total.rhs = self.gram + other.gram, self.rhs + other.rhs
+        total.square = self.square + other.square
+        return total
+
+    def solve(self):
+        """The coefficients and the share of the target's square they explain."""
+        coef = np.linalg.solve(self.gram, self.rhs)
+        residual = self.square - 2 * coef @ self.rhs + coef @ self.gram @ coef
+        return coef, float(1.0 - residual / self.square)
+
+
+def _softmax_fit(weights, features):
+    """Rows of ``weights`` (a softmax over the last axis) whose every weight is positive, their centered
+    log-weights and the centered features there (a weight that underflowed to 0 has no logarithm)."""
+    with np.errstate(divide="ignore"):
+        L = np.log(weights)
+    rows = np.all(np.isfinite(L), axis=-1)
+    return [_centered(f)[rows] for f in features], _centered(L[rows])
+
+
+def fit_circuit(theta, config, n_tasks=32, fit_seed=20_262, subsets=FIT_SUBSETS):
+    """Each block's summary (module docstring) fitted to the trained layer's own outputs on training tasks.
+
+    ``theta``, ``config``: the layer and its run's :class:`~kmt_ref.learning.config.TrainConfig`
+    (tokens ``[x | y]``). Tasks are drawn from the training distribution with a stream of their own
+    (``fit_seed``: no run's training, validation or evaluation tasks). Every fit is linear least squares: one
+    minimum, whatever the start. The same fits on each of ``subsets`` disjoint slices of the tasks measure how
+    much the sample matters.
+
+    Returns
+    -------
+    dict
+        ``beta``, ``inv_width`` (``w``), ``eta``, ``zeta``, ``mu`` (three floats); ``r2``: for each of
+        ``"CAX"``, ``"SAX"``, ``"CAC"`` the share of the block's centered log-weights its summary explains, for
+        ``"values"`` the share of the centers' moves ``c' - c``; ``subsets``: the scalars fitted on each slice;
+        ``n_tasks``, ``fit_seed``.
+    """
+    n_tasks = check_int(n_tasks, "n_tasks", low=1)
+    subsets = check_int(subsets, "subsets", low=1, high=n_tasks)
+    if config.model.tokens != "d+k":
+        raise ValueError(f"the circuit reads the assignment CAX writes into y: tokens must be 'd+k'; "
+                         f"got tokens={config.model.tokens!r}")
+    X, init = draw_tasks(np.random.default_rng(fit_seed), n_tasks, init="first", **config.task_kwargs())
+    model = to_transformer(theta, config.model)
+    parts = [_fit_tasks(model, X[part], init[part]) for part in np.array_split(np.arange(n_tasks), subsets)]
+    total = {name: sum((p[name] for p in parts[1:]), parts[0][name]) for name in parts[0]}
+    fit, r2 = _solve(total)
+    return dict(fit, r2=r2, subsets=[_solve(p)[0] for p in parts], n_tasks=n_tasks, fit_seed=fit_seed)
+
+
+def _fit_tasks(model, X, init):
+    """The normal equations of every summary on the tasks ``X`` (B, n, d), ``init`` (B, k, d)."""
+    fits = {"CAX": _LeastSquares(1), "SAX": _LeastSquares(1), "CAC": _LeastSquares(2), "values": _LeastSquares(3)}
+    for Xt, Ct in zip(X, init, strict=True):
+        maps = attention_maps(model, Xt, Ct)
+        A, S, W = maps["CAX"], maps["SAX"], maps["CAC"]
+        fits["CAX"].add(*_softmax_fit(A, [-squared_distances(Xt, Ct)]))
+        fits["SAX"].add(*_softmax_fit(S, [-squared_distances(Xt, Xt)]))
+        fits["CAC"].add(*_softmax_fit(W, [A.T, -np.broadcast_to(np.sum(A * A, axis=1), W.shape)]))
+        # the move c' - c on c (mu_0 - 1), W X and W S X
+        fits["values"].add([Ct, W @ Xt, W @ (S @ Xt)], model.run(Xt, Ct, 1).centers[1] - Ct)
+    return fits
+
+
+def _solve(fits):
+    (beta,), r2_cax = fits["CAX"].solve()
+    (inv_width,), r2_sax = fits["SAX"].solve()
+    (eta, zeta), r2_cac = fits["CAC"].solve()
+    mu, r2_values = fits["values"].solve()
+    scalars = dict(beta=float(beta), inv_width=float(inv_width), eta=float(eta), zeta=float(zeta),
+                   mu=[float(mu[0] + 1.0), float(mu[1]), float(mu[2])])
+    return scalars, dict(CAX=r2_cax, SAX=r2_sax, CAC=r2_cac, values=r2_values)
+
+
+def _check_summarized(summarized):
+    summarized = tuple(summarized)
+    for name in summarized:
+        check_choice(name, "summarized", SUMMARIES)
+    if "values" not in summarized or ("CAX" in summarized and "CAC" not in summarized):
+        raise ValueError(f"summarized must hold 'values', and 'CAC' with 'CAX' (CAC's summary is what reads "
+                         f"CAX's); got summarized={summarized!r}")
+    return summarized
+
+
+def _kernel(layout, gamma, Wv):
+    """Soft k-means's CAX (``Wv = P_y``) or the Gaussian kernel of SAX's summary: ``-gamma ||x - x'||^2``."""
+    P_x = layout.projector("x")
+    return Block(P_x, P_x, Wv, gamma=gamma)
+
+
+def circuit_step(theta, model_config, fit, X, C, summarized, engine=None):
+    """One step of the circuit: the layer's own maps, the blocks in ``summarized`` replaced by their summaries.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (n_params,)
+        The trained layer.
+    model_config : ModelConfig
+    fit : dict
+        :func:`fit_circuit`'s scalars.
+    X : ndarray, shape (B, n, d)
+    C : ndarray, shape (B, k, d)
+    summarized : sequence of str
+        Members of :data:`SUMMARIES`: ``"values"``, and ``"CAC"`` with ``"CAX"``.
+    engine : Engine, optional
+
+    Returns
+    -------
+    ndarray, shape (B, k, d)
+    """
+    summarized = _check_summarized(summarized)
+    engine = Engine() if engine is None else engine
+    layout = model_config.layout
+    blocks = blocks_from_params(theta, model_config)
+    P, Q = layout.embed(X, C)
+    if "SAX" in summarized:  # the kernel computed in rows of queries, for a fitted w of either sign
+        SX = euclidean_softmax_attention(X, X, X, fit["inv_width"], rows=ROWS)
+    else:
+        sax = blocks["SAX"]
+        SX = layout.read(engine.attend(P, P, Block(sax.Wq, sax.Wk, layout.projector("x"), gamma=sax.gamma,
+                                                   bq=sax.bq, bk=sax.bk)), "x")
+    if "CAC" in summarized:
+        A = (euclidean_softmax_weights(X, C, fit["beta"]) if "CAX" in summarized
+             else attention_weights(P, Q, blocks["CAX"]))
+        W = softmax(fit["eta"] * np.swapaxes(A, -1, -2) - fit["zeta"] * np.sum(A * A, axis=-1)[..., None, :])
+    else:
+        P_new, _ = transformer_layer(P, Q, blocks, engine=engine)
+        W = attention_weights(Q, P_new, blocks["CAC"])
+    mu = fit["mu"]
+    return mu[0] * C + W @ (mu[1] * X + mu[2] * SX)
+
+
+def circuit_transformer(theta, model_config, fit, cax="layer"):
+    """The circuit with SAX, CAC and the values summarized, as exact transformer weights.
+
+    ``cax="layer"``: around the layer's own CAX (its scores; its values write the ids, so each point's ``y``
+    becomes its weights ``A_i``); ``cax="summary"``: around soft k-means's CAX at ``beta``. Then SAX (the
+    Gaussian kernel at ``w``) adds ``(mu_2 / mu_1) (S X)_i`` to each point's ``x``; CAC's Euclidean scores
+    ``-||a e_j - b A_i||^2 = -a^2 + 2 a b A_ij - b^2 ||A_i||^2`` with ``b = sqrt(zeta)`` and
+    ``a = eta / (2 b)`` are the summary's up to a constant per center, and its values ``mu_1 x'_i``; SAC's
+    identity reset writes ``(mu_0 - 1) c_j``. The new centers are :func:`circuit_step`'s (tested). Needs
+    ``w > 0`` and, around soft k-means's CAX, ``beta > 0`` (a softmax over distances prefers the nearest),
+    ``zeta > 0`` (a norm is no negative penalty) and ``mu_1 != 0``.
+    """
+    check_choice(cax, "cax", ("layer", "summary"))
+    positive = ("inv_width", "zeta") + (("beta",) if cax == "summary" else ())
+    if any(not fit[key] > 0 for key in positive) or fit["mu"][1] == 0:
+        raise ValueError(f"the circuit's weights need {', '.join(positive)} > 0 (a kernel's width, a norm) and "
+                         f"mu_1 != 0; got " + ", ".join(f"{key}={fit[key]}" for key in positive + ("mu",)))
+    layout = model_config.layout
+    P_x, P_y = layout.projector("x"), layout.projector("y")
+    layer = blocks_from_params(theta, model_config)["CAX"]
+    b = np.sqrt(fit["zeta"])
+    mu = fit["mu"]
+    blocks = {
+        "CAX": (Block(layer.Wq, layer.Wk, P_y, gamma=layer.gamma, bq=layer.bq, bk=layer.bk) if cax == "layer"
+                else _kernel(layout, fit["beta"], P_y)),
+        "SAX": _kernel(layout, fit["inv_width"], (mu[2] / mu[1]) * P_x),
+        "CAC": Block(fit["eta"] / (2 * b) * P_y, b * P_y, mu[1] * P_x),
+        "SAC": Block(P_y, P_y, (mu[0] - 1.0) * P_x, normalizer="identity"),
+    }
+    name = "the layer's CAX" if cax == "layer" else f"soft k-means's CAX (beta={fit['beta']:.3g})"
+    return KMeansTransformer(layout, blocks, name=f"circuit around {name}")
