@@ -19,7 +19,7 @@ from kmt_ref.learning.protocols import committed_model
 from kmt_ref.programs.fidelity import CIRCUITS
 from kmt_ref.tasks import draw_tasks
 
-KNOWN = dict(beta=3.0, inv_width=5.0, eta=7.0, zeta=2.5, mu=[0.2, 0.5, 0.3])
+KNOWN = dict(beta=3.0, inv_width=5.0, sharpness=7.0, penalty=2.5, mu=[0.2, 0.5, 0.3])
 CONFIG = TrainConfig(d=2, k=3, n=24, n_steps=1, val_tasks=1)
 
 
@@ -28,10 +28,10 @@ def _known_layer(known=KNOWN):
     softmax so sharp between distinct ids (weight exp(-2 * 900) = 0) that it is the identity reset."""
     layout = CONFIG.model.layout
     P_x, P_y = layout.projector("x"), layout.projector("y")
-    b, mu = np.sqrt(known["zeta"]), known["mu"]
+    b, mu = np.sqrt(known["penalty"]), known["mu"]
     blocks = {"CAX": Block(P_x, P_x, P_y, gamma=known["beta"]),
               "SAX": Block(P_x, P_x, mu[2] / mu[1] * P_x, gamma=known["inv_width"]),
-              "CAC": Block(known["eta"] / (2 * b) * P_y, b * P_y, mu[1] * P_x),
+              "CAC": Block(known["sharpness"] / (2 * b) * P_y, b * P_y, mu[1] * P_x),
               "SAC": Block(30 * P_y, 30 * P_y, (mu[0] - 1) * P_x)}
     theta, model_config = params_from_transformer(KMeansTransformer(layout, blocks))
     assert model_config == CONFIG.model
@@ -44,11 +44,12 @@ def _tasks(seed=3, n_tasks=5):
 
 def test_the_fit_recovers_the_scalars_of_a_layer_that_is_a_circuit():
     fit = fit_circuit(_known_layer(), CONFIG, n_tasks=8)
-    for key in ("beta", "inv_width", "eta", "zeta"):
+    for key in ("beta", "inv_width", "sharpness", "penalty"):
         assert fit[key] == pytest.approx(KNOWN[key], rel=1e-8), key
     assert fit["mu"] == pytest.approx(KNOWN["mu"], rel=1e-8)
     assert all(r2 == pytest.approx(1.0, abs=1e-10) for r2 in fit["r2"].values())
-    assert len(fit["subsets"]) == 4 and all(part["eta"] == pytest.approx(7.0, rel=1e-8) for part in fit["subsets"])
+    assert len(fit["subsets"]) == 4
+    assert all(part["sharpness"] == pytest.approx(7.0, rel=1e-8) for part in fit["subsets"])
 
 
 def test_every_circuit_computes_the_step_of_a_layer_that_is_a_circuit_and_its_weights_the_same():
@@ -69,11 +70,11 @@ def test_each_summary_is_used_where_it_is_named():
     theta = _known_layer()
     X, init = _tasks()
     layer = run_steps(theta, X, init, CONFIG.model, 1)[1]
-    for key, summarized in (("inv_width", ("values", "SAX")), ("eta", ("values", "CAC")),
+    for key, summarized in (("inv_width", ("values", "SAX")), ("sharpness", ("values", "CAC")),
                             ("beta", SUMMARIES), ("mu", ("values",))):
         wrong = dict(KNOWN, **{key: [0.3, 0.4, 0.3] if key == "mu" else 2 * KNOWN[key]})
         assert not np.allclose(circuit_step(theta, CONFIG.model, wrong, X, init, summarized), layer, atol=1e-6), key
-        block = {"inv_width": "SAX", "eta": "CAC", "beta": "CAX", "mu": "values"}[key]
+        block = {"inv_width": "SAX", "sharpness": "CAC", "beta": "CAX", "mu": "values"}[key]
         unused = [s for s in CIRCUITS if block not in s]
         for other in unused:
             assert np.allclose(circuit_step(theta, CONFIG.model, wrong, X, init, other), layer, atol=1e-12)
@@ -98,8 +99,8 @@ def test_bad_arguments_are_refused_by_name():
     for summarized in ((), ("SAX",), ("values", "CAX"), ("values", "FFN")):
         with pytest.raises(ValueError, match="summarized"):
             circuit_step(theta, CONFIG.model, KNOWN, X, init, summarized)
-    with pytest.raises(ValueError, match="zeta"):
-        circuit_transformer(theta, CONFIG.model, dict(KNOWN, zeta=-1.0))
+    with pytest.raises(ValueError, match="penalty"):
+        circuit_transformer(theta, CONFIG.model, dict(KNOWN, penalty=-1.0))
     with pytest.raises(ValueError, match="beta"):
         circuit_transformer(theta, CONFIG.model, dict(KNOWN, beta=0.0), cax="summary")
     with pytest.raises(ValueError, match="cax"):

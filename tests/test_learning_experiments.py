@@ -154,24 +154,32 @@ def test_multi_step_trains_through_each_number_of_layers(monkeypatch, tmp_path, 
 def test_chaos_retrains_each_seed_from_perturbed_parameters_on_the_same_tasks(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(protocols.SCALES, "beyond", TINY)
     monkeypatch.setattr(beyond, "PERTURBATIONS", (0, 1, 3))
+    models = {key: beyond.CHAOS_MODELS["beyond"][key] for key in ("standard", "tied", "d_only")}
+    models["standard k=2"] = ("standard [x | y] at k = 2", "d+k", dict(k=2))
+    monkeypatch.setitem(beyond.CHAOS_MODELS, "beyond", models)
     out = registry.run_experiment("chaos", "beyond", str(tmp_path), progress=False)
-    assert list(out["models"]) == ["standard", "tied"] and out["seeds"] == list(TINY["seeds"])
-    for key, overrides in (("standard", {}), ("tied", dict(tied=True))):
+    assert list(out["models"]) == list(models) and out["seeds"] == list(TINY["seeds"])
+    for key, (_, tokens, overrides) in models.items():
         entry = out["models"][key]
-        assert list(entry["per_perturbation"]) == ["p=0", "p=1", "p=3"]
+        assert list(entry["per_perturbation"]) == ["p=0", "p=1", "p=3"] and entry["k"] == overrides.get("k", 3)
         for p in (1, 3):
             for seed in TINY["seeds"]:
-                path = protocols.checkpoint_path("beyond", "d+k", seed, str(tmp_path), **overrides, perturb=p)
+                path = protocols.checkpoint_path("beyond", tokens, seed, str(tmp_path), **overrides, perturb=p)
                 rerun = load_result(path)
-                own = load_result(protocols.checkpoint_path("beyond", "d+k", seed, str(tmp_path), **overrides))
+                own = load_result(protocols.checkpoint_path("beyond", tokens, seed, str(tmp_path), **overrides))
                 assert rerun.config.perturb == p and own.config.perturb == 0
                 assert rerun.config.tied == own.config.tied == (key == "tied")
+                assert rerun.config.model.k == own.config.model.k == entry["k"]
+                assert rerun.config.tokens == own.config.tokens == tokens
                 assert not np.array_equal(rerun.theta, own.theta)
         gaps = np.array([row["gap"] for row in entry["per_perturbation"].values()])
         assert entry["gap_spread"] == pytest.approx(gaps.max(axis=0) - gaps.min(axis=0), abs=0)
         assert entry["runs_below_lloyd"] == [int(n) for n in (gaps < 0).sum(axis=0)]
         finals = np.array([row["learned_final"] for row in entry["per_perturbation"].values()])
-        assert gaps == pytest.approx(finals - np.array(out["lloyd_final"]), abs=1e-12)
+        assert gaps == pytest.approx(finals - np.array(entry["lloyd_final"]), abs=1e-12)
+    # Lloyd at k = 2 is not Lloyd at k = 3: each model's own tasks
+    assert out["models"]["standard k=2"]["lloyd_final"] != out["models"]["standard"]["lloyd_final"]
+    assert out["models"]["d_only"]["lloyd_final"] == out["models"]["standard"]["lloyd_final"]
     assert main(["reproduce", "chaos", "--report", "--results-dir", str(tmp_path)]) == 0
     assert "spread" in capsys.readouterr().out
 

@@ -100,7 +100,8 @@ def fit_circuit(theta, config, n_tasks=32, fit_seed=20_262, subsets=FIT_SUBSETS)
     Returns
     -------
     dict
-        ``beta``, ``inv_width`` (``w``), ``eta``, ``zeta``, ``mu`` (three floats); ``r2``: for each of
+        ``beta``, ``inv_width`` (``w``), ``sharpness`` (``eta``), ``penalty`` (``zeta``), ``mu`` (three
+        floats, ``mu_0, mu_1, mu_2``); ``r2``: for each of
         ``"CAX"``, ``"SAX"``, ``"CAC"`` the share of the block's centered log-weights its summary explains, for
         ``"values"`` the share of the centers' moves ``c' - c``; ``subsets``: the scalars fitted on each slice;
         ``n_tasks``, ``fit_seed``.
@@ -135,9 +136,10 @@ def _fit_tasks(model, X, init):
 def _solve(fits):
     (beta,), r2_cax = fits["CAX"].solve()
     (inv_width,), r2_sax = fits["SAX"].solve()
-    (eta, zeta), r2_cac = fits["CAC"].solve()
+    (sharpness, penalty), r2_cac = fits["CAC"].solve()
     mu, r2_values = fits["values"].solve()
-    scalars = dict(beta=float(beta), inv_width=float(inv_width), eta=float(eta), zeta=float(zeta),
+    scalars = dict(beta=float(beta), inv_width=float(inv_width), sharpness=float(sharpness),
+                   penalty=float(penalty),
                    mu=[float(mu[0] + 1.0), float(mu[1]), float(mu[2])])
     return scalars, dict(CAX=r2_cax, SAX=r2_sax, CAC=r2_cac, values=r2_values)
 
@@ -192,7 +194,7 @@ def circuit_step(theta, model_config, fit, X, C, summarized, engine=None):
     if "CAC" in summarized:
         A = (euclidean_softmax_weights(X, C, fit["beta"]) if "CAX" in summarized
              else attention_weights(P, Q, blocks["CAX"]))
-        W = softmax(fit["eta"] * np.swapaxes(A, -1, -2) - fit["zeta"] * np.sum(A * A, axis=-1)[..., None, :])
+        W = softmax(fit["sharpness"] * np.swapaxes(A, -1, -2) - fit["penalty"] * np.sum(A * A, axis=-1)[..., None, :])
     else:
         P_new, _ = transformer_layer(P, Q, blocks, engine=engine)
         W = attention_weights(Q, P_new, blocks["CAC"])
@@ -210,23 +212,24 @@ def circuit_transformer(theta, model_config, fit, cax="layer"):
     ``a = eta / (2 b)`` are the summary's up to a constant per center, and its values ``mu_1 x'_i``; SAC's
     identity reset writes ``(mu_0 - 1) c_j``. The new centers are :func:`circuit_step`'s (tested). Needs
     ``w > 0`` and, around soft k-means's CAX, ``beta > 0`` (a softmax over distances prefers the nearest),
-    ``zeta > 0`` (a norm is no negative penalty) and ``mu_1 != 0``.
+    ``zeta > 0`` (a norm is no negative penalty) and ``mu_1 != 0``. Code names: ``w`` is ``inv_width``,
+    ``eta`` ``sharpness`` (as in leaky soft k-means), ``zeta`` ``penalty``.
     """
     check_choice(cax, "cax", ("layer", "summary"))
-    positive = ("inv_width", "zeta") + (("beta",) if cax == "summary" else ())
+    positive = ("inv_width", "penalty") + (("beta",) if cax == "summary" else ())
     if any(not fit[key] > 0 for key in positive) or fit["mu"][1] == 0:
         raise ValueError(f"the circuit's weights need {', '.join(positive)} > 0 (a kernel's width, a norm) and "
                          f"mu_1 != 0; got " + ", ".join(f"{key}={fit[key]}" for key in positive + ("mu",)))
     layout = model_config.layout
     P_x, P_y = layout.projector("x"), layout.projector("y")
     layer = blocks_from_params(theta, model_config)["CAX"]
-    b = np.sqrt(fit["zeta"])
+    b = np.sqrt(fit["penalty"])
     mu = fit["mu"]
     blocks = {
         "CAX": (Block(layer.Wq, layer.Wk, P_y, gamma=layer.gamma, bq=layer.bq, bk=layer.bk) if cax == "layer"
                 else _kernel(layout, fit["beta"], P_y)),
         "SAX": _kernel(layout, fit["inv_width"], (mu[2] / mu[1]) * P_x),
-        "CAC": Block(fit["eta"] / (2 * b) * P_y, b * P_y, mu[1] * P_x),
+        "CAC": Block(fit["sharpness"] / (2 * b) * P_y, b * P_y, mu[1] * P_x),
         "SAC": Block(P_y, P_y, (mu[0] - 1.0) * P_x, normalizer="identity"),
     }
     name = "the layer's CAX" if cax == "layer" else f"soft k-means's CAX (beta={fit['beta']:.3g})"

@@ -117,28 +117,35 @@ def multi_step(scale="beyond", results_dir=None, train_missing=True, progress=Tr
 PERTURBATIONS = (0, 1, 2, 3)
 
 
-#: The models the chaos experiment reruns: ``{key: (label, overrides)}`` (the ``[x | y]`` token layout).
-CHAOS_MODELS = {"standard": ("standard [x | y]", {}), "tied": ("tied [x | y]", dict(tied=True))}
+#: The models the chaos experiment reruns at each scale: ``{key: (label, tokens, overrides)}``. At the beyond
+#: scale, every model whose comparison the beyond chapter makes: the standard layer at each ``k`` of the any-k
+#: section, the tied and the ``[x]``-only layers; the figures scale trains the standard and tied layers.
+CHAOS_MODELS = {
+    "beyond": {"standard": ("standard [x | y]", "d+k", {}), "tied": ("tied [x | y]", "d+k", dict(tied=True)),
+               "d_only": ("[x] only", "d", {}),
+               **{f"standard k={k}": (f"standard [x | y] at k = {k}", "d+k", dict(k=k)) for k in ANY_K if k != 10}},
+    "figures": {"standard": ("standard [x | y]", "d+k", {}), "tied": ("tied [x | y]", "d+k", dict(tied=True))},
+}
 
 
 def chaos(scale="beyond", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """How far a run's result moves when its initial parameters move by a few roundings.
 
-    For each model of :data:`CHAOS_MODELS` and each seed: the run and its reruns at every ``perturb`` of
-    :data:`PERTURBATIONS`, each evaluated on the seed's held-out tasks (the same tasks for all of them), with
-    Lloyd's algorithm from the same initial centers. Per model and seed: each run's final mean log objective,
-    its gap to Lloyd's and its final validation ratio, the spread (max - min) of the gap over the runs and how
-    many of the runs end below Lloyd.
+    For each model of the scale's :data:`CHAOS_MODELS` and each seed: the run and its reruns at every
+    ``perturb`` of :data:`PERTURBATIONS`, each evaluated on the seed's held-out tasks (at the model's ``k``;
+    the same tasks for all the runs of a model), with Lloyd's algorithm from the same initial centers. Per
+    model and seed: each run's final mean log objective, its gap to Lloyd's and its final validation ratio,
+    the spread (max - min) of the gap over the runs and how many of the runs end below Lloyd.
     """
     s = SCALES[scale]
-    out = dict(perturbations=list(PERTURBATIONS), models={}, lloyd_final=None)
-    lloyd = None
-    for key, (label, overrides) in CHAOS_MODELS.items():
-        entry = dict(label=label, per_perturbation={})
+    out = dict(perturbations=list(PERTURBATIONS), models={})
+    for key, (label, tokens, overrides) in CHAOS_MODELS[scale].items():
+        entry, lloyd = dict(label=label, k=overrides.get("k", run_config(scale).k), per_perturbation={}), None
         for p in PERTURBATIONS:
-            models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine,
+            models = runs.seed_models(scale, tokens, results_dir, train_missing, progress, seeds, engine,
                                       **overrides, **({} if p == 0 else dict(perturb=p)))
-            m, ll, _ = runs.curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
+            m, ll, _ = runs.curves(models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine,
+                                   **({"k": overrides["k"]} if "k" in overrides else {}))
             if lloyd is not None and not np.array_equal(ll, lloyd):
                 raise AssertionError("the reruns were evaluated on different tasks (or seeds) than the run")
             lloyd = ll
@@ -148,12 +155,14 @@ def chaos(scale="beyond", results_dir=None, train_missing=True, progress=True, s
         rows = entry["per_perturbation"].values()
         gaps = np.array([[np.inf if g is None else g for g in row["gap"]] for row in rows])  # (runs, seeds)
         ratios = np.array([row["val_ratio_final"] for row in rows])
-        entry.update(gap_spread=runs.finite(gaps.max(axis=0) - gaps.min(axis=0)),
+        entry.update(lloyd_final=runs.finite(lloyd[:, -1]), gap_spread=runs.finite(gaps.max(axis=0) - gaps.min(axis=0)),
                      val_ratio_spread=(ratios.max(axis=0) - ratios.min(axis=0)).tolist(),
                      runs_below_lloyd=[int(n) for n in (gaps < 0).sum(axis=0)])
         out["models"][key] = entry
-    out["seeds"] = next(iter(entry["per_perturbation"].values()))["seeds"]  # every model's: the same tasks
-    out["lloyd_final"] = runs.finite(lloyd[:, -1])
+    seeds_of = {tuple(next(iter(e["per_perturbation"].values()))["seeds"]) for e in out["models"].values()}
+    if len(seeds_of) != 1:
+        raise AssertionError(f"the chaos models cover different seeds: {sorted(seeds_of)}")
+    out["seeds"] = list(seeds_of.pop())
     return out
 
 

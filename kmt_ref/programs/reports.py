@@ -254,7 +254,7 @@ def _circuit_lines(per_seed):
         return f"{min(values):{fmt}}-{max(values):{fmt}}"
     lines = ["  the circuit's summaries fitted on each seed's layer (range over seeds; r2: share of the block's "
              "centered log-weights, of the centers' moves for the values, that the summary explains):"]
-    for key, block in (("beta", "CAX"), ("inv_width", "SAX"), ("eta", "CAC"), ("zeta", "CAC")):
+    for key, block in (("beta", "CAX"), ("inv_width", "SAX"), ("sharpness", "CAC"), ("penalty", "CAC")):
         lines.append(f"    {key:<10}{span([f[key] for f in fits]):<16}r2 {block} "
                      f"{span([f['r2'][block] for f in fits], '.2f')}")
     for i in range(3):
