@@ -12,7 +12,7 @@ import pytest
 
 from kmt_ref.attention import Block
 from kmt_ref.layer import KMeansTransformer
-from kmt_ref.learning.circuit import SUMMARIES, circuit_step, circuit_transformer, fit_circuit
+from kmt_ref.learning.circuit import SUMMARIES, circuit_step, circuit_transformer, fit_circuit, value_maps
 from kmt_ref.learning.config import TrainConfig
 from kmt_ref.learning.model import params_from_transformer, run_steps
 from kmt_ref.learning.protocols import committed_model
@@ -50,6 +50,15 @@ def test_the_fit_recovers_the_scalars_of_a_layer_that_is_a_circuit():
     assert all(r2 == pytest.approx(1.0, abs=1e-10) for r2 in fit["r2"].values())
     assert len(fit["subsets"]) == 4
     assert all(part["sharpness"] == pytest.approx(7.0, rel=1e-8) for part in fit["subsets"])
+
+
+def test_the_value_maps_of_a_layer_that_is_a_circuit_are_its_mu_times_the_identity():
+    maps = value_maps(_known_layer(), CONFIG.model)
+    mu, eye = KNOWN["mu"], np.eye(CONFIG.d)
+    for name, scale in (("keep", mu[0]), ("own", mu[1]), ("smoothed", mu[2]), ("assignment", 0.0)):
+        assert np.allclose(maps[name], scale * eye, rtol=0, atol=1e-12), name
+    with pytest.raises(ValueError, match="tokens"):
+        value_maps(np.zeros(replace(CONFIG, tokens="d").model.n_params), replace(CONFIG, tokens="d").model)
 
 
 def test_every_circuit_computes_the_step_of_a_layer_that_is_a_circuit_and_its_weights_the_same():

@@ -12,19 +12,20 @@ Each block is replaced by a summary with a scalar or two, fitted on training tas
 computes there (least squares; a softmax's log-weights, centered over the keys of each query, are linear in
 the summary's scalars)::
 
-    values  c_j' = mu_0 c_j + sum_i W_ji (mu_1 x_i + mu_2 (S X)_i)    mu (3): the layer's new centers
+    values  c_j' = mu_0 c_j + sum_i W_ji (mu_1 x_i + mu_2 (S X)_i)    mu (3): the layer's moves c' - c
     SAX     S_il = softmax_l(-w ||x_i - x_l||^2)                        w:  SAX's log-weights
     CAC     W_ji = softmax_i(eta A_ij - zeta ||A_i||^2)                 eta, zeta: CAC's log-weights, A CAX's
     CAX     A_ij = softmax_j(-beta ||x_i - c_j||^2)                     beta: CAX's log-weights
 
-Why these forms: composed through the blocks, the value maps that carry a point's ``x`` into a center
-(CAC's own, CAC's after SAX's, SAC's) are near multiples of the identity, and what CAC's scores read of the
-points' keys is, to first order, the assignment CAX wrote into them (the cross term, ``eta A_ij``) and its
-square (the keys' norm, ``zeta ||A_i||^2``). :data:`SUMMARIES` are the blocks that may be summarized;
-:func:`circuit_step` runs the layer's own maps for the others, so that the fidelity lost by each summary is
-measured on its own (:mod:`kmt_ref.programs.fidelity`). With SAX, CAC and the values summarized the circuit
-is built back into exact transformer weights around the layer's own CAX, or around soft k-means's CAX at
-``beta`` (:func:`circuit_transformer`).
+(the values' ``mu`` given the layer's own ``W`` and ``S``). Why these forms: composed through the blocks,
+the value maps that carry ``x`` into a center (:func:`value_maps`) are each a multiple of the identity and a
+rest, and the rests nearly cancel in their sum; what CAC's scores read of the points' keys is, to first
+order, the assignment CAX wrote into them (the cross term, ``eta A_ij``) and its square (the keys' norm,
+``zeta ||A_i||^2``). :data:`SUMMARIES` are the blocks that may be summarized; :func:`circuit_step` runs the
+layer's own maps for the others, so that the fidelity lost by each summary is measured on its own
+(:mod:`kmt_ref.programs.fidelity`). With SAX, CAC and the values summarized the circuit is built back into
+exact transformer weights around the layer's own CAX, or around soft k-means's CAX at ``beta``
+(:func:`circuit_transformer`).
 """
 
 import numpy as np
@@ -39,7 +40,7 @@ from ..tasks import draw_tasks
 from .analysis import attention_maps
 from .model import blocks_from_params, to_transformer
 
-__all__ = ["SUMMARIES", "FIT_SUBSETS", "fit_circuit", "circuit_step", "circuit_transformer"]
+__all__ = ["SUMMARIES", "FIT_SUBSETS", "value_maps", "fit_circuit", "circuit_step", "circuit_transformer"]
 
 #: Query rows of the summarized SAX kernel computed at once (bounds its memory at ``ROWS * n``).
 ROWS = 256
@@ -86,6 +87,30 @@ def _softmax_fit(weights, features):
         L = np.log(weights)
     rows = np.all(np.isfinite(L), axis=-1)
     return [_centered(f)[rows] for f in features], _centered(L[rows])
+
+
+def value_maps(theta, model_config):
+    """The linear maps by which the layer's values carry ``x`` into the new centers, composed through the blocks.
+
+    With SAC attending to its own center (a reset) and the values read off the blocks' ``Wv`` (their biases
+    add a constant), a center's new ``x`` is ``keep c_j + sum_i W_ji (own x_i + smoothed (S X)_i +
+    assignment (A C)_i)``, each map ``(d, d)``:
+
+    * ``keep = I + Wv_SAC[x, x]``;
+    * ``own = Wv_CAC[x, x]`` (CAC's values read a point's ``x``);
+    * ``smoothed = Wv_CAC[x, :] Wv_SAX[:, x]`` (... the ``x`` and ``y`` SAX wrote from its neighbours' ``x``);
+    * ``assignment = Wv_CAC[x, :] Wv_CAX[:, x]`` (... what CAX wrote from the centers' ``x``).
+
+    The circuit's values are these maps as multiples of the identity (``mu_0, mu_1, mu_2``; the last map is
+    left out). Returns ``{name: ndarray (d, d)}``.
+    """
+    if model_config.tokens != "d+k":
+        raise ValueError(f"value_maps reads the [x | y] layer; got tokens={model_config.tokens!r}")
+    blocks = blocks_from_params(theta, model_config)
+    x = model_config.layout.slices["x"]
+    V = {name: block.Wv for name, block in blocks.items()}
+    return {"keep": np.eye(model_config.d) + V["SAC"][x, x], "own": V["CAC"][x, x],
+            "smoothed": V["CAC"][x, :] @ V["SAX"][:, x], "assignment": V["CAC"][x, :] @ V["CAX"][:, x]}
 
 
 def fit_circuit(theta, config, n_tasks=32, fit_seed=20_262, subsets=FIT_SUBSETS):
