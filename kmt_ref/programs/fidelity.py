@@ -16,8 +16,10 @@ Beside them, ``recovered``: the candidate's mean gain over the layer's (as the i
 reports it). An explanation that beats the layer (``recovered`` above 1) need not predict it (F1, F2).
 
 The interpret experiment (:func:`kmt_ref.programs.interpret.interpret`) measures them for its candidates,
-whose scalars it fits on the training distribution, and for one more, :func:`distill`'s: the leaky scalars
-fitted to each seed's layer's own one-step outputs on training tasks.
+whose scalars it fits on the training distribution, for :func:`distill`'s (the leaky scalars fitted to each
+seed's layer's own one-step outputs on training tasks), and for the :data:`CIRCUITS`: the layer distilled
+block by block (:mod:`kmt_ref.learning.circuit`), one block summarized more at a time, which says where in
+the layer the fidelity of a closed form is lost.
 """
 
 import numpy as np

@@ -4,8 +4,8 @@ Leaky soft k-means (:mod:`kmt_ref.variants.leaky`) with two scalars fitted on th
 and soft k-means at its best single stiffness, run beside the trained layers on each seed's held-out tasks
 (their final objectives, the share of the layer's gain each recovers, how far one step moves the centers
 that own and that share their points, and how faithfully each describes the layer task by task:
-:mod:`kmt_ref.programs.fidelity`), off the training distribution, from starts made to test the account, and
-on the real data sets.
+:mod:`kmt_ref.programs.fidelity`, with the layer distilled block by block besides), off the training
+distribution, from starts made to test the account, and on the real data sets.
 """
 
 import json
