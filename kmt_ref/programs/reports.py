@@ -251,11 +251,11 @@ def _circuit_lines(per_seed):
     fits = [p["circuit"] for p in per_seed]
 
     def span(values, fmt=".3g"):
-        return f"{min(values):{fmt}}-{max(values):{fmt}}"
+        return f"{min(values):{fmt}} to {max(values):{fmt}}"
     lines = ["  the circuit's summaries fitted on each seed's layer (range over seeds; r2: share of the block's "
              "centered log-weights, of the centers' moves for the values, that the summary explains):"]
     for key, block in (("beta", "CAX"), ("inv_width", "SAX"), ("sharpness", "CAC"), ("penalty", "CAC")):
-        lines.append(f"    {key:<10}{span([f[key] for f in fits]):<16}r2 {block} "
+        lines.append(f"    {key:<10}{span([f[key] for f in fits]):<20} r2 {block} "
                      f"{span([f['r2'][block] for f in fits], '.2f')}")
     for i in range(3):
         lines.append(f"    mu_{i:<7}{span([f['mu'][i] for f in fits])}")
