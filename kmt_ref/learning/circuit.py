@@ -23,7 +23,7 @@ rest, and the rests nearly cancel in their sum; what CAC's scores read of the po
 order, the assignment CAX wrote into them (the cross term, ``eta A_ij``) and its square (the keys' norm,
 ``zeta ||A_i||^2``). :data:`SUMMARIES` are the blocks that may be summarized; :func:`circuit_step` runs the
 layer's own maps for the others, so that the fidelity lost by each summary is measured on its own
-(:mod:`kmt_ref.programs.fidelity`). With SAX, CAC and the values summarized the circuit is built back into
+(``kmt_ref.programs.fidelity``). With SAX, CAC and the values summarized the circuit is built back into
 exact transformer weights around the layer's own CAX, or around soft k-means's CAX at ``beta``
 (:func:`circuit_transformer`).
 """
