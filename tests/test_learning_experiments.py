@@ -156,6 +156,7 @@ def test_chaos_retrains_each_seed_from_perturbed_parameters_on_the_same_tasks(mo
     monkeypatch.setattr(beyond, "PERTURBATIONS", (0, 1, 3))
     models = {key: beyond.CHAOS_MODELS["beyond"][key] for key in ("standard", "tied", "d_only")}
     models["standard k=2"] = ("standard [x | y] at k = 2", "d+k", dict(k=2))
+    models["every T=2"] = beyond.CHAOS_MODELS["beyond"]["T=2, loss on every step"]
     monkeypatch.setitem(beyond.CHAOS_MODELS, "beyond", models)
     out = registry.run_experiment("chaos", "beyond", str(tmp_path), progress=False)
     assert list(out["models"]) == list(models) and out["seeds"] == list(TINY["seeds"])
@@ -171,6 +172,8 @@ def test_chaos_retrains_each_seed_from_perturbed_parameters_on_the_same_tasks(mo
                 assert rerun.config.tied == own.config.tied == (key == "tied")
                 assert rerun.config.model.k == own.config.model.k == entry["k"]
                 assert rerun.config.tokens == own.config.tokens == tokens
+                assert (rerun.config.n_layers, rerun.config.loss_on) == (own.config.n_layers, own.config.loss_on) \
+                    == (overrides.get("n_layers", 1), overrides.get("loss_on", "last"))
                 assert not np.array_equal(rerun.theta, own.theta)
         gaps = np.array([row["gap"] for row in entry["per_perturbation"].values()])
         assert entry["gap_spread"] == pytest.approx(gaps.max(axis=0) - gaps.min(axis=0), abs=0)

@@ -118,12 +118,15 @@ PERTURBATIONS = (0, 1, 2, 3)
 
 
 #: The models the chaos experiment reruns at each scale: ``{key: (label, tokens, overrides)}``. At the beyond
-#: scale, every model whose comparison the beyond chapter makes: the standard layer at each ``k`` of the any-k
-#: section, the tied and the ``[x]``-only layers; the figures scale trains the standard and tied layers.
+#: scale: the standard layer at each ``k`` of the any-k section, the tied and the ``[x]``-only layers, and the
+#: layer trained through T = 2 steps with the loss on every step; the figures scale trains the standard and
+#: tied layers.
 CHAOS_MODELS = {
     "beyond": {"standard": ("standard [x | y]", "d+k", {}), "tied": ("tied [x | y]", "d+k", dict(tied=True)),
                "d_only": ("[x] only", "d", {}),
-               **{f"standard k={k}": (f"standard [x | y] at k = {k}", "d+k", dict(k=k)) for k in ANY_K if k != 10}},
+               **{f"standard k={k}": (f"standard [x | y] at k = {k}", "d+k", dict(k=k)) for k in ANY_K if k != 10},
+               "T=2, loss on every step": ("trained through T = 2, loss on every step", "d+k",
+                                           dict(n_layers=2, loss_on="every"))},
     "figures": {"standard": ("standard [x | y]", "d+k", {}), "tied": ("tied [x | y]", "d+k", dict(tied=True))},
 }
 
