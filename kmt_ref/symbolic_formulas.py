@@ -18,7 +18,7 @@ from .symbolic import Identity, SymbolicCheckError, _require
 __all__ = ["row_shift_lemma", "softmax_hardmax_lemma", "mean_lemma", "soft_to_lloyd_lemma",
            "sparsemax_threshold_lemma", "normmax_inf_lemma", "member_mean_lemma", "gumbel_max_lemma",
            "medoid_counterexample", "reset_recursion_lemma", "entmax_threshold_lemma", "margin_lemma",
-           "soft_weight_lemma", "center_shift_lemma", "rule_algebra_lemma"]
+           "soft_weight_lemma", "center_shift_lemma", "rule_algebra_lemma", "circuit_score_lemma"]
 
 
 class _TeX(sp.Symbol):
@@ -339,3 +339,24 @@ def rule_algebra_lemma():
     rhs = _rule_bound(q, Delta, n, N, k)
     _require(sp.simplify(lhs - rhs), "certificate: the rule's bound does not reduce to q Delta (n/N + k - 2)/(...)")
     return Identity("the bound of the closed-form rule", lhs, rhs, "symbols", "on the formula")
+
+
+def _circuit_score(eta, zeta, A, j):
+    """The circuit's CAC summary: center ``j``'s score of a point with weights ``A`` over the centers."""
+    return eta * A[j] - zeta * sum(v**2 for v in A)
+
+
+def circuit_score_lemma(k=3):
+    """The circuit's CAC built as a Euclidean score (:func:`kmt_ref.learning.circuit.circuit_transformer`): with
+    ``b = sqrt(zeta)`` and ``a = eta / (2 b)``, ``-||a e_j - b A_i||^2 = eta A_ij - zeta ||A_i||^2 - a^2``; the
+    ``-a^2`` is the same for every point, so the softmax over the points is the summary's."""
+    k = _size(k, "k", low=2)
+    eta, zeta = sp.symbols("eta zeta", positive=True)
+    A = sp.symbols(f"A_1:{k + 1}", real=True)
+    b = sp.sqrt(zeta)
+    a = eta / (2 * b)
+    score = -sum((a * (1 if m == 0 else 0) - b * A[m]) ** 2 for m in range(k))  # center j = 1
+    _require(sp.expand(score + a**2 - _circuit_score(eta, zeta, A, 0)),
+             "circuit: the Euclidean score plus a^2 is not eta A_ij - zeta ||A_i||^2")
+    return Identity("the built CAC's score of a point for center 1, plus a^2", sp.expand(score + a**2),
+                    _circuit_score(eta, zeta, A, 0), f"k = {k}", "on the formula")

@@ -108,6 +108,14 @@ def test_bad_arguments_are_refused_by_name():
     for summarized in ((), ("SAX",), ("values", "CAX"), ("values", "FFN")):
         with pytest.raises(ValueError, match="summarized"):
             circuit_step(theta, CONFIG.model, KNOWN, X, init, summarized)
+    with pytest.raises(ValueError, match="X"):
+        circuit_step(theta, CONFIG.model, KNOWN, X[0], init, ("values",))  # one task without its batch axis
+    with pytest.raises(ValueError, match="model_config"):
+        circuit_step(theta, CONFIG, KNOWN, X, init, ("values",))
+    with pytest.raises(ValueError, match="model_config"):
+        value_maps(theta, CONFIG)
+    with pytest.raises(ValueError, match="config"):
+        fit_circuit(theta, CONFIG.model)
     with pytest.raises(ValueError, match="penalty"):
         circuit_transformer(theta, CONFIG.model, dict(KNOWN, penalty=-1.0))
     with pytest.raises(ValueError, match="beta"):

@@ -27,6 +27,7 @@ from kmt_ref.symbolic import SymbolicCheckError  # noqa: E402
     (F.soft_weight_lemma, [dict(k=2), dict(k=4)]),
     (F.center_shift_lemma, [dict(d=1), dict(d=3)]),
     (F.rule_algebra_lemma, [{}]),
+    (F.circuit_score_lemma, [dict(k=2), dict(k=5)]),
 ])
 def test_every_statement_is_proved_at_several_sizes(lemma, sizes):
     for size in sizes:
@@ -114,6 +115,7 @@ def test_weights_whose_rows_do_not_sum_to_one_fail_the_reset_recursion(monkeypat
     (F.soft_weight_lemma, "_soft_weights", lambda r: [v / sum(r) for v in r]),
     (F.center_shift_lemma, "_shift_change", lambda x, c, u: 2 * ((-u) * (x - c).T)[0]),
     (F.rule_algebra_lemma, "_rule_bound", lambda q, Delta, n, N, k: q * Delta * (n / N + k - 1) / (1 - (k - 1) * q)),
+    (F.circuit_score_lemma, "_circuit_score", lambda eta, zeta, A, j: eta * A[j] - zeta * sum(A) ** 2),
 ])
 def test_the_certificate_and_entmax_statements_fail_with_a_wrong_formula(monkeypatch, lemma, helper, wrong):
     monkeypatch.setattr(F, helper, wrong)
@@ -126,6 +128,7 @@ def test_the_certificate_and_entmax_statements_fail_with_a_wrong_formula(monkeyp
     (F.soft_to_lloyd_lemma, dict(k=1), "k"),
     (F.sparsemax_threshold_lemma, dict(s=99), "s"), (F.gumbel_max_lemma, dict(r=2.5), "r"),
     (F.reset_recursion_lemma, dict(n=1), "n"), (F.center_shift_lemma, dict(d=-1), "d"),
+    (F.circuit_score_lemma, dict(k=1), "k"),
 ])
 def test_a_size_out_of_range_is_refused_by_name(lemma, kwargs, name):
     with pytest.raises(ValueError, match=name):

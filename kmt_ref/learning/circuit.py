@@ -30,15 +30,17 @@ exact transformer weights around the layer's own CAX, or around soft k-means's C
 
 import numpy as np
 
-from .._validation import check_choice, check_int
+from .._validation import check_batch, check_choice, check_instance, check_int
 from ..attention import Block, attention_weights, softmax
 from ..engine import Engine
 from ..geometry import squared_distances
-from ..kernels.softmax import euclidean_softmax_attention, euclidean_softmax_weights
+from ..kernels.softmax import euclidean_softmax_attention
 from ..layer import KMeansTransformer, transformer_layer
 from ..tasks import draw_tasks
+from ..variants.soft import responsibilities, soft_kmeans_transformer
 from .analysis import attention_maps
-from .model import blocks_from_params, to_transformer
+from .config import TrainConfig
+from .model import ModelConfig, blocks_from_params, to_transformer
 
 __all__ = ["SUMMARIES", "FIT_SUBSETS", "value_maps", "fit_circuit", "circuit_step", "circuit_transformer"]
 
@@ -102,8 +104,21 @@ def value_maps(theta, model_config):
     * ``assignment = Wv_CAC[x, :] Wv_CAX[:, x]`` (... what CAX wrote from the centers' ``x``).
 
     The circuit's values are these maps as multiples of the identity (``mu_0, mu_1, mu_2``; the last map is
-    left out). Returns ``{name: ndarray (d, d)}``.
+    left out).
+
+    Parameters
+    ----------
+    theta : ndarray, shape (n_params,)
+        The trained layer.
+    model_config : ModelConfig
+        Its shape (tokens ``[x | y]``).
+
+    Returns
+    -------
+    dict
+        ``{"keep", "own", "smoothed", "assignment": ndarray, shape (d, d)}``.
     """
+    check_instance(model_config, "model_config", ModelConfig)
     if model_config.tokens != "d+k":
         raise ValueError(f"value_maps reads the [x | y] layer; got tokens={model_config.tokens!r}")
     blocks = blocks_from_params(theta, model_config)
@@ -122,6 +137,19 @@ def fit_circuit(theta, config, n_tasks=32, fit_seed=20_262, subsets=FIT_SUBSETS)
     minimum, whatever the start. The same fits on each of ``subsets`` disjoint slices of the tasks measure how
     much the sample matters.
 
+    Parameters
+    ----------
+    theta : ndarray, shape (n_params,)
+        The trained layer.
+    config : TrainConfig
+        Its run (the task distribution; tokens ``[x | y]``).
+    n_tasks : int
+        Training tasks fitted (each ``(n, d)`` points from its first ``k`` as centers).
+    fit_seed : int
+        Seed of the tasks' stream.
+    subsets : int
+        Disjoint slices of the tasks fitted on their own (1 to ``n_tasks``).
+
     Returns
     -------
     dict
@@ -131,6 +159,7 @@ def fit_circuit(theta, config, n_tasks=32, fit_seed=20_262, subsets=FIT_SUBSETS)
         ``"values"`` the share of the centers' moves ``c' - c``; ``subsets``: the scalars fitted on each slice;
         ``n_tasks``, ``fit_seed``.
     """
+    check_instance(config, "config", TrainConfig)
     n_tasks = check_int(n_tasks, "n_tasks", low=1)
     subsets = check_int(subsets, "subsets", low=1, high=n_tasks)
     if config.model.tokens != "d+k":
@@ -179,12 +208,6 @@ def _check_summarized(summarized):
     return summarized
 
 
-def _kernel(layout, gamma, Wv):
-    """Soft k-means's CAX (``Wv = P_y``) or the Gaussian kernel of SAX's summary: ``-gamma ||x - x'||^2``."""
-    P_x = layout.projector("x")
-    return Block(P_x, P_x, Wv, gamma=gamma)
-
-
 def circuit_step(theta, model_config, fit, X, C, summarized, engine=None):
     """One step of the circuit: the layer's own maps, the blocks in ``summarized`` replaced by their summaries.
 
@@ -206,6 +229,9 @@ def circuit_step(theta, model_config, fit, X, C, summarized, engine=None):
     ndarray, shape (B, k, d)
     """
     summarized = _check_summarized(summarized)
+    check_instance(model_config, "model_config", ModelConfig)
+    X = check_batch(X, C, "C")
+    C = np.asarray(C, dtype=np.float64)
     engine = Engine() if engine is None else engine
     layout = model_config.layout
     blocks = blocks_from_params(theta, model_config)
@@ -217,8 +243,7 @@ def circuit_step(theta, model_config, fit, X, C, summarized, engine=None):
         SX = layout.read(engine.attend(P, P, Block(sax.Wq, sax.Wk, layout.projector("x"), gamma=sax.gamma,
                                                    bq=sax.bq, bk=sax.bk)), "x")
     if "CAC" in summarized:
-        A = (euclidean_softmax_weights(X, C, fit["beta"]) if "CAX" in summarized
-             else attention_weights(P, Q, blocks["CAX"]))
+        A = responsibilities(X, C, fit["beta"]) if "CAX" in summarized else attention_weights(P, Q, blocks["CAX"])
         W = softmax(fit["sharpness"] * np.swapaxes(A, -1, -2) - fit["penalty"] * np.sum(A * A, axis=-1)[..., None, :])
     else:
         P_new, _ = transformer_layer(P, Q, blocks, engine=engine)
@@ -239,7 +264,23 @@ def circuit_transformer(theta, model_config, fit, cax="layer"):
     ``w > 0`` and, around soft k-means's CAX, ``beta > 0`` (a softmax over distances prefers the nearest),
     ``zeta > 0`` (a norm is no negative penalty) and ``mu_1 != 0``. Code names: ``w`` is ``inv_width``,
     ``eta`` ``sharpness`` (as in leaky soft k-means), ``zeta`` ``penalty``.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (n_params,)
+        The trained layer.
+    model_config : ModelConfig
+        Its shape (tokens ``[x | y]``, width ``d + k``).
+    fit : dict
+        :func:`fit_circuit`'s scalars.
+    cax : {"layer", "summary"}
+
+    Returns
+    -------
+    KMeansTransformer
+        Token layout ``[x | y]`` of width ``d + k``; ``run(X, C, 1)`` gives the circuit's step.
     """
+    check_instance(model_config, "model_config", ModelConfig)
     check_choice(cax, "cax", ("layer", "summary"))
     positive = ("inv_width", "penalty") + (("beta",) if cax == "summary" else ())
     if any(not fit[key] > 0 for key in positive) or fit["mu"][1] == 0:
@@ -252,8 +293,8 @@ def circuit_transformer(theta, model_config, fit, cax="layer"):
     mu = fit["mu"]
     blocks = {
         "CAX": (Block(layer.Wq, layer.Wk, P_y, gamma=layer.gamma, bq=layer.bq, bk=layer.bk) if cax == "layer"
-                else _kernel(layout, fit["beta"], P_y)),
-        "SAX": _kernel(layout, fit["inv_width"], (mu[2] / mu[1]) * P_x),
+                else soft_kmeans_transformer(model_config.d, model_config.k, fit["beta"]).blocks["CAX"]),
+        "SAX": Block(P_x, P_x, (mu[2] / mu[1]) * P_x, gamma=fit["inv_width"]),  # the Gaussian kernel at w
         "CAC": Block(fit["sharpness"] / (2 * b) * P_y, b * P_y, mu[1] * P_x),
         "SAC": Block(P_y, P_y, (mu[0] - 1.0) * P_x, normalizer="identity"),
     }

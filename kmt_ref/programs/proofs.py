@@ -27,6 +27,7 @@ FORMULAS = {
     "entmax-1.5's threshold on a support of 1, 2, 3": lambda f: [f.entmax_threshold_lemma(s) for s in (1, 2, 3)],
     "the certificate's margins, soft weights, center shift, rule": lambda f: (
         f.margin_lemma(), f.soft_weight_lemma(), f.center_shift_lemma(), f.rule_algebra_lemma()),
+    "the circuit's CAC as a Euclidean score (k = 2, 3)": lambda f: [f.circuit_score_lemma(k) for k in (2, 3)],
 }
 
 
