@@ -29,7 +29,15 @@ from ..variants.soft import responsibilities, soft_kmeans
 from . import runs
 from .beyond import _learned_on, _scores, real_data_starts
 from .dissection import DISSECTION_TASKS, QUANTITY_TASKS
-from .fidelity import CIRCUIT, candidate_steps, circuit_steps, distill, fidelity_of_seed, summarize_fidelity
+from .fidelity import (
+    CIRCUIT,
+    candidate_steps,
+    circuit_name,
+    circuit_steps,
+    distill,
+    fidelity_of_seed,
+    summarize_fidelity,
+)
 
 __all__ = ["interpret", "strides", "SOFT_BETAS", "FIT", "OWNERSHIP_BETA", "OWNS", "SHIFTS", "MADE_STARTS"]
 
@@ -271,8 +279,8 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
         circuit = fit_circuit(r.theta, r.config)
         candidates = dict(candidate_steps(soft_beta, fits, distilled),
                           **circuit_steps(r.theta, r.config.model, circuit, engine=engine))
-        slices = {f"slice {i}": step for i, part in enumerate(circuit["subsets"])
-                  for step in circuit_steps(r.theta, r.config.model, part, (CIRCUIT,), engine).values()}
+        slices = {f"slice {i}": circuit_steps(r.theta, r.config.model, part, (CIRCUIT,), engine)[circuit_name(CIRCUIT)]
+                  for i, part in enumerate(circuit["subsets"])}
         faithful = fidelity_of_seed(r.theta, r.config.model, X, init, n_steps, dict(candidates, **slices), engine)
         circuit["subsets_fidelity"] = [faithful.pop(name) for name in slices]
         per_seed.append(dict(seed=r.config.seed, final=final, stride=stride, centers=counts, fidelity=faithful,
