@@ -158,6 +158,8 @@ def test_chaos_retrains_each_seed_from_perturbed_parameters_on_the_same_tasks(mo
     models["standard k=2"] = ("standard [x | y] at k = 2", "d+k", dict(k=2))
     models["every T=2"] = beyond.CHAOS_MODELS["beyond"]["T=2, loss on every step"]
     monkeypatch.setitem(beyond.CHAOS_MODELS, "beyond", models)
+    monkeypatch.setattr(beyond, "DATASETS", {"iris": None, "breast_cancer": None})
+    monkeypatch.setattr(beyond, "REAL_DATA_RESTARTS", 3)
     out = registry.run_experiment("chaos", "beyond", str(tmp_path), progress=False)
     assert list(out["models"]) == list(models) and out["seeds"] == list(TINY["seeds"])
     for key, (_, tokens, overrides) in models.items():
@@ -183,8 +185,30 @@ def test_chaos_retrains_each_seed_from_perturbed_parameters_on_the_same_tasks(mo
     # Lloyd at k = 2 is not Lloyd at k = 3: each model's own tasks
     assert out["models"]["standard k=2"]["lloyd_final"] != out["models"]["standard"]["lloyd_final"]
     assert out["models"]["d_only"]["lloyd_final"] == out["models"]["standard"]["lloyd_final"]
+    # the real-data layers' runs on the real data sets: the seed's own run is the real-data experiment's
+    real = registry.run_experiment("real-data", "beyond", str(tmp_path), progress=False)
+    assert set(out["real_data_lloyd"]) == {"iris", "breast_cancer"}
+    for key, entry in out["models"].items():
+        runs_ = list(entry["per_perturbation"].values())
+        if key not in beyond.CHAOS_REAL_DATA["beyond"]:
+            assert all("real_data" not in r for r in runs_)
+            continue
+        # k = 3 = the tiny models' k: the standard layer runs on iris only; the diagnostic's layer: standard
+        # on iris, tied on breast cancer
+        assert list(runs_[0]["real_data"]) == (["iris"] if key == "standard" else ["iris", "breast_cancer"])
+        for name, row in runs_[0]["real_data"].items():
+            own = real["per_dataset"][name]
+            lloyd_ = own["lloyd"]["log_objective"]
+            assert out["real_data_lloyd"][name]["log_objective"] == lloyd_
+            assert row["gap"] == pytest.approx([p["log_objective"] - lloyd_ for p in own[key]["per_seed"]], abs=0)
+            assert row["ari"] == pytest.approx([p["ari"] for p in own[key]["per_seed"]], abs=0)
+            assert ("spread_gap" in row) == (own["spread"]["model"] == key)
+            if "spread_gap" in row:
+                assert row["spread_gap"] == {f: v["gap_per_seed"] for f, v in own["spread"]["per_factor"].items()}
+        assert runs_[1]["real_data"]["iris"]["gap"] != runs_[0]["real_data"]["iris"]["gap"]
     assert main(["reproduce", "chaos", "--report", "--results-dir", str(tmp_path)]) == 0
-    assert "spread" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "spread" in printed and "on the real data sets" in printed and "breast_cancer" in printed
 
 
 def test_real_data_checks_the_constructions_and_runs_every_learned_layer(monkeypatch, tmp_path, capsys):

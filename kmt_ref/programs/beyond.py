@@ -30,7 +30,7 @@ from ..variants.registry import EXACT_TOL
 from . import runs
 
 __all__ = ["any_k", "multi_step", "chaos", "real_data", "real_data_starts", "ANY_K", "MULTI_STEP", "MULTI_STEP_EVERY",
-           "PERTURBATIONS", "CHAOS_MODELS"]
+           "PERTURBATIONS", "CHAOS_MODELS", "CHAOS_REAL_DATA"]
 
 #: Numbers of clusters of the any-k experiment (the models train at the paper's k = 10).
 ANY_K = (5, 10, 16, 25)
@@ -131,6 +131,10 @@ CHAOS_MODELS = {
 }
 
 
+#: The chaos models that are also run on the real data sets, per scale: the real-data experiment's layers (its keys).
+CHAOS_REAL_DATA = {"beyond": ("standard", "tied", "d_only"), "figures": ()}
+
+
 def chaos(scale="beyond", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """How far a run's result moves when its initial parameters move by a few roundings.
 
@@ -138,12 +142,21 @@ def chaos(scale="beyond", results_dir=None, train_missing=True, progress=True, s
     ``perturb`` of :data:`PERTURBATIONS`, each evaluated on the seed's held-out tasks (at the model's ``k``;
     the same tasks for all the runs of a model), with Lloyd's algorithm from the same initial centers. Per
     model and seed: each run's final mean log objective, its gap to Lloyd's and its final validation ratio,
-    the spread (max - min) of the gap over the runs and how many of the runs end below Lloyd.
+    the spread (max - min) of the gap over the runs and how many of the runs end below Lloyd. The models of
+    :data:`CHAOS_REAL_DATA` run on the real data sets too, from the real-data experiment's initializations:
+    each run's gap to Lloyd and adjusted Rand index per seed, and the separation diagnostic's gaps where the
+    real-data experiment runs it with that layer.
     """
     s = SCALES[scale]
+    base = run_config(scale)
     out = dict(perturbations=list(PERTURBATIONS), models={})
+    sets = {}
+    if CHAOS_REAL_DATA[scale]:
+        sets = {name: dict(_at_width(X, labels, picks, base.d, s["n_eval_steps"]), k=int(labels.max()) + 1)
+                for name, X, labels, picks in _datasets()}
+        out["real_data_lloyd"] = {name: data["lloyd"] for name, data in sets.items()}
     for key, (label, tokens, overrides) in CHAOS_MODELS[scale].items():
-        entry, lloyd = dict(label=label, k=overrides.get("k", run_config(scale).k), per_perturbation={}), None
+        entry, lloyd = dict(label=label, k=overrides.get("k", base.k), per_perturbation={}), None
         for p in PERTURBATIONS:
             models = runs.seed_models(scale, tokens, results_dir, train_missing, progress, seeds, engine,
                                       **overrides, **({} if p == 0 else dict(perturb=p)))
@@ -155,6 +168,9 @@ def chaos(scale="beyond", results_dir=None, train_missing=True, progress=True, s
             entry["per_perturbation"][f"p={p}"] = dict(
                 **runs.status(models), learned_final=runs.finite(m[:, -1]), gap=runs.finite(m[:, -1] - ll[:, -1]),
                 val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models])
+            if key in CHAOS_REAL_DATA[scale]:
+                entry["per_perturbation"][f"p={p}"]["real_data"] = _rerun_on_real_data(
+                    models, key, sets, base.k, s["n_eval_steps"], progress, engine)
         rows = entry["per_perturbation"].values()
         gaps = np.array([[np.inf if g is None else g for g in row["gap"]] for row in rows])  # (runs, seeds)
         ratios = np.array([row["val_ratio_final"] for row in rows])
@@ -291,36 +307,90 @@ def real_data(scale="beyond", results_dir=None, train_missing=True, progress=Tru
     out = dict(restarts=REAL_DATA_RESTARTS, construction_layers=REAL_DATA_LAYERS, gammas=list(REAL_DATA_GAMMAS),
                n_eval_steps=s["n_eval_steps"], width=base.d, status={key: runs.status(m) for key, m in models.items()},
                training_separation=_training_separation(base), per_dataset={})
-    for index, name in enumerate(DATASETS):
-        X, labels = load_dataset(name)
+    for name, X, labels, picks in _datasets():
         n, k = X.shape[0], int(labels.max()) + 1
-        picks = real_data_starts(index, n, k)
         scaled = minmax_scale(X)
         if progress:
             print(f"{name}: n={n}, d={X.shape[1]}, k={k}", file=sys.stderr, flush=True)
         row = dict(n=n, d=X.shape[1], k=k, construction=_construction_on(scaled, scaled[picks]))
-        Xw = to_width(X, base.d)
-        inits = Xw[picks]
-        row["lloyd"] = _scores(Xw, np.stack([lloyd(Xw, c, s["n_eval_steps"]).centers for c in inits], axis=1),
-                               labels)
+        data = _at_width(X, labels, picks, base.d, s["n_eval_steps"])
+        row["lloyd"] = data["lloyd"]
         for key, ms in models.items():
-            if key == "standard" and k != base.k:
+            if not _runs_on(key, k, base.k):
                 continue
-            row[key] = _learned_on(ms, Xw, inits, labels, s["n_eval_steps"], progress, f"{name}, {key}", engine)
-        key = "standard" if k == base.k else "tied"
-        row["separation"] = separation_ratio(Xw, labels)
-        row["spread"] = dict(model=key, per_factor={})
-        for factor in REAL_DATA_SPREADS:
-            Z = spread_classes(Xw, labels, factor)
-            lloyd_z = _scores(Z, np.stack([lloyd(Z, c, s["n_eval_steps"]).centers for c in Z[picks]], axis=1), labels)
-            learned = _learned_on(models[key], Z, Z[picks], labels, s["n_eval_steps"], progress,
-                                  f"{name}, class means x{factor:g}", engine)
-            row["spread"]["per_factor"][f"x{factor:g}"] = dict(
-                separation=separation_ratio(Z, labels), lloyd_log_objective=lloyd_z["log_objective"],
-                learned_log_objective=learned["log_objective"],
-                gap_per_seed=[p["log_objective"] - lloyd_z["log_objective"] for p in learned["per_seed"]])
+            row[key] = _learned_on(ms, data["X"], data["inits"], labels, s["n_eval_steps"], progress,
+                                   f"{name}, {key}", engine)
+        key = _spread_model(k, base.k)
+        row["separation"] = separation_ratio(data["X"], labels)
+        row["spread"] = dict(model=key, per_factor=_spread_diagnostic(models[key], data, s["n_eval_steps"], progress,
+                                                                      name, engine))
         out["per_dataset"][name] = row
     return out
+
+
+def _datasets():
+    """Each of :data:`~kmt_ref.real_data.DATASETS`: its name, points, classes and initializations
+    (:func:`real_data_starts`)."""
+    for index, name in enumerate(DATASETS):
+        X, labels = load_dataset(name)
+        yield name, X, labels, real_data_starts(index, X.shape[0], int(labels.max()) + 1)
+
+
+def _runs_on(key, k, base_k):
+    """Whether the real-data layer ``key`` runs on a data set with ``k`` classes: the standard layer's
+    parameters exist at the training k only."""
+    return key != "standard" or k == base_k
+
+
+def _at_width(X, labels, picks, width, n_steps):
+    """A data set brought to the learned layers' width, with its initial centers and Lloyd's scores from them."""
+    Xw = to_width(X, width)
+    inits = Xw[picks]
+    return dict(X=Xw, labels=labels, picks=picks, inits=inits,
+                lloyd=_scores(Xw, np.stack([lloyd(Xw, c, n_steps).centers for c in inits], axis=1), labels))
+
+
+def _spread_model(k, base_k):
+    """The layer of the separation diagnostic on a data set with ``k`` classes: the standard layer where it
+    exists (``k`` = the training k), else the tied one."""
+    return "standard" if k == base_k else "tied"
+
+
+def _rerun_on_real_data(models, key, sets, base_k, n_steps, progress, engine):
+    """The real-data layer ``key``'s runs on each data set it runs on (``sets`` as :func:`_at_width` makes
+    them, with their ``k``): per seed, its log objective minus Lloyd's and its adjusted Rand index; where the
+    layer is the data set's separation diagnostic, the diagnostic's gaps per seed too."""
+    out = {}
+    for name, data in sets.items():
+        if not _runs_on(key, data["k"], base_k):
+            continue
+        learned = _learned_on(models, data["X"], data["inits"], data["labels"], n_steps, progress,
+                              f"{name}, {key}", engine)["per_seed"]
+        row = dict(gap=runs.finite([p["log_objective"] - data["lloyd"]["log_objective"] for p in learned]),
+                   ari=runs.finite([p["ari"] for p in learned]))
+        if _spread_model(data["k"], base_k) == key:
+            row["spread_gap"] = {f: runs.finite(v["gap_per_seed"]) for f, v in
+                                 _spread_diagnostic(models, data, n_steps, progress, name, engine).items()}
+        out[name] = row
+    return out
+
+
+def _spread_diagnostic(models, data, n_steps, progress, name, engine):
+    """The layers against Lloyd on the data with its class means moved apart by each of
+    :data:`REAL_DATA_SPREADS`: per factor, the classes' separation ratio, both log objectives and the gap
+    per seed."""
+    X, labels, picks = data["X"], data["labels"], data["picks"]
+    per_factor = {}
+    for factor in REAL_DATA_SPREADS:
+        Z = spread_classes(X, labels, factor)
+        lloyd_z = _scores(Z, np.stack([lloyd(Z, c, n_steps).centers for c in Z[picks]], axis=1), labels)
+        learned = _learned_on(models, Z, Z[picks], labels, n_steps, progress, f"{name}, class means x{factor:g}",
+                              engine)
+        per_factor[f"x{factor:g}"] = dict(
+            separation=separation_ratio(Z, labels), lloyd_log_objective=lloyd_z["log_objective"],
+            learned_log_objective=learned["log_objective"],
+            gap_per_seed=[p["log_objective"] - lloyd_z["log_objective"] for p in learned["per_seed"]])
+    return per_factor
 
 
 def _training_separation(config, n_tasks=20):

@@ -124,6 +124,25 @@ def chaos(result):
             lines.append(f"    {seed:<6}" + "".join(f"{'diverged' if g is None else f'{g:+.3f}':>10}" for g in gaps)
                          + f"{_fmt(entry['gap_spread'][i]):>10}{entry['runs_below_lloyd'][i]:>8} of {len(runs)}"
                          + f"{entry['val_ratio_spread'][i]:>18.3f}")
+    real = {key: entry for key, entry in result["models"].items()
+            if "real_data" in next(iter(entry["per_perturbation"].values()))}
+    if real:
+        lines.append("on the real data sets: log objective minus Lloyd's after the evaluation steps, median over "
+                     "seeds, per run (in brackets, where the layer is the data set's separation diagnostic: with the "
+                     "class means moved farthest apart):")
+        for entry in real.values():
+            rows = [r["real_data"] for r in entry["per_perturbation"].values()]
+            lines.append(f"  {entry['label']}")
+            for name in rows[0]:
+                cells = []
+                for row in rows:
+                    gap = row[name]["gap"]
+                    cell = _fmt(None if None in gap else float(np.median(gap)))
+                    if "spread_gap" in row[name]:
+                        far = list(row[name]["spread_gap"].values())[-1]
+                        cell += f" [{_fmt(None if None in far else float(np.median(far)))}]"
+                    cells.append(f"{cell:>18}")
+                lines.append(f"    {name:<15}" + "".join(cells))
     return lines
 
 
