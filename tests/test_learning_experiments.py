@@ -182,6 +182,10 @@ def test_chaos_retrains_each_seed_from_perturbed_parameters_on_the_same_tasks(mo
         assert entry["runs_below_lloyd"] == [int(n) for n in (gaps < 0).sum(axis=0)]
         finals = np.array([row["learned_final"] for row in entry["per_perturbation"].values()])
         assert gaps == pytest.approx(finals - np.array(entry["lloyd_final"]), abs=1e-12)
+        for row in entry["per_perturbation"].values():  # the curves' last step is the final one
+            assert row["learned"]["median"][-1] == pytest.approx(np.median(row["learned_final"]), abs=1e-12)
+            assert len(row["learned"]["median"]) == TINY["n_eval_steps"] + 1
+        assert entry["lloyd"]["median"][-1] == pytest.approx(np.median(entry["lloyd_final"]), abs=1e-12)
     # Lloyd at k = 2 is not Lloyd at k = 3: each model's own tasks
     assert out["models"]["standard k=2"]["lloyd_final"] != out["models"]["standard"]["lloyd_final"]
     assert out["models"]["d_only"]["lloyd_final"] == out["models"]["standard"]["lloyd_final"]

@@ -119,14 +119,16 @@ PERTURBATIONS = (0, 1, 2, 3)
 
 #: The models the chaos experiment reruns at each scale: ``{key: (label, tokens, overrides)}``. At the beyond
 #: scale: the standard layer at each ``k`` of the any-k section, the tied and the ``[x]``-only layers, and the
-#: layer trained through T = 2 steps with the loss on every step; the figures scale trains the standard and
+#: layers of the multi-step experiment trained through T > 1 steps; the figures scale trains the standard and
 #: tied layers.
 CHAOS_MODELS = {
     "beyond": {"standard": ("standard [x | y]", "d+k", {}), "tied": ("tied [x | y]", "d+k", dict(tied=True)),
                "d_only": ("[x] only", "d", {}),
                **{f"standard k={k}": (f"standard [x | y] at k = {k}", "d+k", dict(k=k)) for k in ANY_K if k != 10},
-               "T=2, loss on every step": ("trained through T = 2, loss on every step", "d+k",
-                                           dict(n_layers=2, loss_on="every"))},
+               **{f"T={T}": (f"trained through T = {T}, loss on the last step", "d+k", dict(n_layers=T))
+                  for T in MULTI_STEP if T > 1},
+               **{f"T={T}, loss on every step": (f"trained through T = {T}, loss on every step", "d+k",
+                                                 dict(n_layers=T, loss_on="every")) for T in MULTI_STEP_EVERY}},
     "figures": {"standard": ("standard [x | y]", "d+k", {}), "tied": ("tied [x | y]", "d+k", dict(tied=True))},
 }
 
@@ -141,6 +143,7 @@ def chaos(scale="beyond", results_dir=None, train_missing=True, progress=True, s
     For each model of the scale's :data:`CHAOS_MODELS` and each seed: the run and its reruns at every
     ``perturb`` of :data:`PERTURBATIONS`, each evaluated on the seed's held-out tasks (at the model's ``k``;
     the same tasks for all the runs of a model), with Lloyd's algorithm from the same initial centers. Per
+    run: the mean log objective after each step summarized over seeds (``learned``; Lloyd's in ``lloyd``). Per
     model and seed: each run's final mean log objective, its gap to Lloyd's and its final validation ratio,
     the spread (max - min) of the gap over the runs and how many of the runs end below Lloyd. The models of
     :data:`CHAOS_REAL_DATA` run on the real data sets too, from the real-data experiment's initializations:
@@ -166,7 +169,8 @@ def chaos(scale="beyond", results_dir=None, train_missing=True, progress=True, s
                 raise AssertionError("the reruns were evaluated on different tasks (or seeds) than the run")
             lloyd = ll
             entry["per_perturbation"][f"p={p}"] = dict(
-                **runs.status(models), learned_final=runs.finite(m[:, -1]), gap=runs.finite(m[:, -1] - ll[:, -1]),
+                **runs.status(models), learned=runs.summary(m), learned_final=runs.finite(m[:, -1]),
+                gap=runs.finite(m[:, -1] - ll[:, -1]),
                 val_ratio_final=[float(r.history["val_ratio"][-1]) for r in models])
             if key in CHAOS_REAL_DATA[scale]:
                 entry["per_perturbation"][f"p={p}"]["real_data"] = _rerun_on_real_data(
@@ -174,7 +178,8 @@ def chaos(scale="beyond", results_dir=None, train_missing=True, progress=True, s
         rows = entry["per_perturbation"].values()
         gaps = np.array([[np.inf if g is None else g for g in row["gap"]] for row in rows])  # (runs, seeds)
         ratios = np.array([row["val_ratio_final"] for row in rows])
-        entry.update(lloyd_final=runs.finite(lloyd[:, -1]), gap_spread=runs.finite(gaps.max(axis=0) - gaps.min(axis=0)),
+        entry.update(lloyd=runs.summary(lloyd), lloyd_final=runs.finite(lloyd[:, -1]),
+                     gap_spread=runs.finite(gaps.max(axis=0) - gaps.min(axis=0)),
                      val_ratio_spread=(ratios.max(axis=0) - ratios.min(axis=0)).tolist(),
                      runs_below_lloyd=[int(n) for n in (gaps < 0).sum(axis=0)])
         out["models"][key] = entry
