@@ -113,6 +113,9 @@ def test_loss_on_every_step_is_the_mean_of_the_losses_after_each_application():
     np.testing.assert_allclose(batch_loss(theta, X, init, config), by_hand, rtol=1e-13)
     with pytest.raises(ValueError, match="loss_on"):
         TrainConfig(loss_on="first")
+    # through one application "every" is "last": refused rather than trained again under a second name
+    with pytest.raises(ValueError, match="loss_on='every' needs n_layers > 1.*got n_layers=1"):
+        TrainConfig(loss_on="every")
 
 
 def test_multi_step_forward_equals_the_evaluation_loop():

@@ -118,6 +118,9 @@ class TrainConfig:
             raise ValueError(f"lr_factor must be in (0, 1); got lr_factor={self.lr_factor}")
         check_family(self.family)
         check_choice(self.loss_on, "loss_on", LOSS_ON)
+        if self.loss_on == "every" and self.n_layers == 1:  # the same run as "last", under another name
+            raise ValueError("loss_on='every' needs n_layers > 1 (with one application it is loss_on='last'); "
+                             "got n_layers=1")
         check_choice(self.precision, "precision", PRECISIONS)
         model = ModelConfig(self.d, self.k, self.tokens, self.tied)  # validates the model options
         # A training step holds a few copies of the parameters and batch x n x n attention weights.
