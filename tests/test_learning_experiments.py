@@ -326,3 +326,21 @@ def test_precision_sets_float32_models_beside_the_float64_ones_of_the_same_seeds
     assert all(t > 0 for t in out["float32"]["seconds_per_step"])
     assert main(["reproduce", "precision", "--quick", "--report", "--results-dir", tiny]) == 0
     assert "trained in float32" in capsys.readouterr().out
+
+
+def test_an_experiment_told_not_to_train_names_the_models_it_lacks(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(protocols.SCALES, "beyond", TINY)
+    monkeypatch.setattr(beyond, "MULTI_STEP", (1,))
+    monkeypatch.setattr(beyond, "MULTI_STEP_EVERY", ())
+    # none of the seeds' models: one line naming them, exit status 2, no traceback
+    with pytest.raises(SystemExit) as stop:
+        main(["reproduce", "multi-step", "--no-train", "--seeds", "7", "--results-dir", str(tmp_path)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "no trained d+k model" in err and "at the beyond scale" in err and "for seeds [7]" in err
+    assert "Traceback" not in err
+    # some of them: evaluated without the others, which are named
+    registry.run_experiment("multi-step", "beyond", str(tmp_path), progress=False, seeds=(0,))
+    out = registry.run_experiment("multi-step", "beyond", str(tmp_path), train_missing=False, seeds=(0, 7))
+    assert out["per_n_layers"]["T=1"]["seeds"] == [0]
+    assert "seeds [7]: no trained d+k model" in capsys.readouterr().err

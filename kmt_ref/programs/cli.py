@@ -132,8 +132,11 @@ def reproduce(name, argv=()):
     _catch_signals()
     print(f"{name} ({scale} scale): writing to {results_dir}", file=sys.stderr)
     with cluster(args.scheduler, args.workers) as client:
-        out = run_experiment(name, scale, results_dir, train_missing=not args.no_train, seeds=args.seeds,
-                             engine=Engine(args.threads, client=client))
+        try:
+            out = run_experiment(name, scale, results_dir, train_missing=not args.no_train, seeds=args.seeds,
+                                 engine=Engine(args.threads, client=client))
+        except runs.MissingModelsError as err:
+            parser.error(str(err))
     print(json.dumps(out, indent=1) if args.json else report_text(name, out))
     print(f"-> {os.path.join(results_dir, scale, name + '.json')}", file=sys.stderr)
     return 0

@@ -24,8 +24,8 @@ from ..learning.train import load_result, train
 from ._results import check_output_dir, output_dir
 from .jobs import Job, run_jobs
 
-__all__ = ["trained", "seed_models", "curves", "finite", "summary", "status", "train_job", "train_job_holds",
-           "train_jobs", "evaluate_job", "evaluate_job_of", "default_results_dir"]
+__all__ = ["trained", "seed_models", "MissingModelsError", "curves", "finite", "summary", "status", "train_job",
+           "train_job_holds", "train_jobs", "evaluate_job", "evaluate_job_of", "default_results_dir"]
 
 
 def train_job(directory, scale, tokens, seed, overrides, threads=1):
@@ -115,6 +115,10 @@ def _announce(progress, what, path):
               f"-> {path}", file=sys.stderr, flush=True)
 
 
+class MissingModelsError(ValueError):
+    """An experiment told not to train found none of the models it evaluates."""
+
+
 def seed_models(scale, tokens, results_dir, train_missing, progress, seeds=None, engine=None, **overrides):
     # Finished or not, every model found is evaluated (``status`` records how far each got).
     seeds = SCALES[scale]["seeds"] if seeds is None else seeds
@@ -122,13 +126,20 @@ def seed_models(scale, tokens, results_dir, train_missing, progress, seeds=None,
         # On a cluster: the missing models trained there first, one job each, all at once.
         run_jobs(train_jobs(scale, seeds, (tokens,), [overrides]), results_dir or default_results_dir(),
                  engine.client, progress, options=dict(threads=engine.threads))
-    out = []
+    out, missing = [], []
     for seed in seeds:
         r = trained(scale, tokens, seed, results_dir, train_missing, progress, engine, **overrides)
-        if r is not None:
+        if r is None:
+            missing.append(seed)
+        else:
             out.append(r)
-    if not out:
-        raise ValueError(f"no trained {tokens} models {overrides or ''} for scale={scale!r} under {results_dir}")
+    if missing:
+        what = f"no trained {tokens} model" + "".join(f", {key}={value!r}" for key, value in overrides.items())
+        where = f"at the {scale} scale under {results_dir or default_results_dir()} or among the committed results"
+        if not out:
+            raise MissingModelsError(f"{what} {where} for seeds {missing}: train them, or run without --no-train")
+        if progress:
+            print(f"seeds {missing}: {what} {where}; evaluated without them", file=sys.stderr, flush=True)
     return out
 
 
