@@ -307,6 +307,9 @@ class Block:
         for name in ("Wq", "Wk", "Wv", "bq", "bk", "bv"):
             W = getattr(self, name)
             if isinstance(W, np.ndarray):
+                if not np.all(np.isfinite(W)):  # a nan weight would give nan tokens, silently
+                    bad = tuple(int(i) for i in np.argwhere(~np.isfinite(W))[0])
+                    raise ValueError(f"Block {name} must be finite; got {name}{list(bad)}={W[bad]}")
                 W = W.copy()
                 W.flags.writeable = False
                 object.__setattr__(self, name, W)

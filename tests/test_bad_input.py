@@ -188,6 +188,27 @@ def test_forward_refuses_a_bad_layer_count(n_layers):
         forward(theta, X, X[:, :2], config, n_layers=n_layers)
 
 
+def test_a_non_finite_weight_is_refused_not_run_into_nan_centers():
+    from autograd import grad
+
+    from kmt_ref.attention import Block
+    from kmt_ref.learning.model import ModelConfig, forward, init_params, run_steps
+
+    config = ModelConfig(d=2, k=2)
+    theta = init_params(config, np.random.default_rng(0))
+    X = np.random.default_rng(1).random((1, 5, 2))
+    for value in (np.nan, np.inf):
+        bad = theta.copy()
+        bad[7] = value
+        with pytest.raises(ValueError, match=rf"theta must be finite; got theta\[7\]={value}"):
+            run_steps(bad, X, X[:, :2], config, 1)
+        with pytest.raises(ValueError, match="theta must be finite"):  # under autograd too
+            grad(lambda t: np.sum(forward(t, X, X[:, :2], config)))(bad)
+        with pytest.raises(ValueError, match=rf"Block Wv must be finite; got Wv\[1, 0\]={value}"):
+            Block(np.eye(2), np.eye(2), np.array([[1.0, 0.0], [value, 1.0]]))
+    assert np.all(np.isfinite(run_steps(theta, X, X[:, :2], config, 1)))
+
+
 @pytest.mark.parametrize("argv, match", [
     (["train", "--quick", "--lr", "1e308"], r"lr must be in \(0, 1\]"),
     (["train", "--quick", "--d", "100000"], "GiB, more than"),

@@ -174,6 +174,10 @@ def unflatten(theta, config):
         raise ValueError(
             f"theta must have shape ({config.n_params},) for {config}; got theta.shape={np.shape(theta)}"
         )
+    value = np.asarray(getattr(theta, "_value", theta))  # an autograd box is checked by its value
+    if not np.all(np.isfinite(value)):  # a model with a nan weight computes nan centers, silently
+        bad = int(np.flatnonzero(~np.isfinite(value))[0])
+        raise ValueError(f"theta must be finite; got theta[{bad}]={value[bad]}")
     out, start = {}, 0
     for bname in BLOCK_NAMES:
         out[bname] = {}
