@@ -123,7 +123,13 @@ import numpy as np
 from ._validation import check_dims, check_positive
 from .feedforward import FeedForward
 from .layer import KMeansTransformer
-from .lloyd_transformer import assemble_blocks, finite_gamma_assumption, lloyd_transformer, resolve_config
+from .lloyd_transformer import (
+    assemble_blocks,
+    finite_gamma_assumption,
+    lloyd_transformer,
+    resolve_config,
+    unique_nearest,
+)
 from .tokens import TokenLayout
 
 __all__ = [
@@ -246,7 +252,7 @@ def dot_product_lloyd_transformer(d, k, gamma=np.inf, config="validated"):
         name=f"Theorem 2.2 ({config}, gamma={gamma:g})",
         translation_invariant=True,  # each softmax is a Euclidean one (module docstring)
         resolution=dot_self_attention_resolution if blocks["SAX"].normalizer == "hardmax" else None,
-        assumption=None if np.isinf(gamma) else finite_gamma_assumption(CONFIGS[config], gamma),
+        assumption=unique_nearest if np.isinf(gamma) else finite_gamma_assumption(CONFIGS[config], gamma),
     )
 
 

@@ -82,12 +82,12 @@ import numpy as np
 from ._validation import check_choice, check_dims, check_positive
 from .attention import Block
 from .certificate import exactness_certificate
-from .geometry import closest_distinct_pair
+from .geometry import closest_distinct_pair, nearest_center
 from .layer import KMeansTransformer
 from .tokens import TokenLayout
 
 __all__ = ["CONFIGS", "LEAK_TOL", "CENTER_TOL", "lloyd_transformer", "equation5_weights", "assemble_blocks",
-           "resolve_config", "finite_gamma_assumption"]
+           "resolve_config", "finite_gamma_assumption", "unique_nearest"]
 
 #: Block mechanisms (score, normalizer) of each configuration; ``"attention"``
 #: stands for Euclidean softmax at finite gamma and hardmax at gamma = inf.
@@ -176,6 +176,34 @@ LEAK_TOL = 1e-6
 #: Distance from Lloyd's step, relative to the data's spread (largest coordinate range), that the exactness
 #: certificate must guarantee for one finite-gamma layer before ``run(warn=True)`` warns.
 CENTER_TOL = 1e-3
+
+
+def unique_nearest(X, C):
+    """What the constructions at ``gamma = inf`` assume, as ``assumption(X, C) -> str or None`` for
+    :class:`~kmt_ref.layer.KMeansTransformer` (``run(warn=True)`` checks it at every layer): no point is
+    exactly as near to two centers. At such a tie the hardmax gives the point to all of its nearest centers in
+    equal shares, where Lloyd's algorithm gives it to the lowest index; the theorem excludes ties.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    C : ndarray, shape (k, d)
+
+    Returns
+    -------
+    str or None
+        None where every point has one nearest center, else the first tied point and its centers.
+    """
+    _, tied = nearest_center(X, C, ties=True)
+    if not tied:
+        return None
+    first = min(tied)  # an index into the labels, (i,) for one task
+    j, *others = (int(c) for c in np.flatnonzero(tied[first]))
+    i = int(np.ravel(first)[-1])
+    return (f"point {i} is exactly as near to center {j} as to center{'s' if len(others) > 1 else ''} "
+            f"{', '.join(map(str, others))} (a tie, which the construction's exactness assumes away; "
+            f"{len(tied)} point{'s' if len(tied) > 1 else ''} tied): the hardmax shares such a point between "
+            f"its nearest centers, Lloyd's algorithm gives it to center {j}")
 
 
 def finite_gamma_assumption(mechanisms, gamma):
@@ -270,5 +298,5 @@ def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
     blocks = assemble_blocks(equation5_weights(layout), CONFIGS[config], gamma)
     return KMeansTransformer(
         layout, blocks, name=f"Theorem 2.1 ({config}, gamma={gamma:g})", translation_invariant=True,
-        assumption=None if np.isinf(gamma) else finite_gamma_assumption(CONFIGS[config], gamma),
+        assumption=unique_nearest if np.isinf(gamma) else finite_gamma_assumption(CONFIGS[config], gamma),
     )

@@ -314,3 +314,55 @@ def test_the_reference_point_of_a_run_is_every_coordinates_lower_median():
             np.testing.assert_array_equal(medians, lower)
             np.testing.assert_array_equal(low, X.min(axis=-2))
             np.testing.assert_array_equal(high, X.max(axis=-2))
+
+
+def _exact_ties(X, C):
+    """Points with two nearest centers, by integer arithmetic (integer data: every squared distance exact)."""
+    D = ((X[:, None, :].astype(int) - C[None, :, :].astype(int)) ** 2).sum(axis=-1)
+    return [i for i, row in enumerate(D) if np.count_nonzero(row == row.min()) > 1]
+
+
+@pytest.mark.parametrize("build", [lloyd_transformer, dot_product_lloyd_transformer])
+def test_at_gamma_inf_a_tie_is_warned_about_where_the_run_leaves_lloyd(build):
+    import warnings
+
+    from kmt_ref.lloyd_transformer import unique_nearest
+
+    g = np.array([[0, 0, 0], [2, 0, 0], [1, 0, 0], [1, 1, 0], [0, 2, 0], [2, 2, 0]], dtype=float)
+    X = np.vstack([g, g + 5])
+    init = X[[0, 1, 4]]
+    assert _exact_ties(X, init)[:1] == [2]
+    # the hardmax shares a tied point, Lloyd's algorithm gives it to the lowest index: the runs part
+    with pytest.warns(UserWarning, match=r"before layer 1, point 2 is exactly as near to center 0 as to center 1 "
+                                         r"\(a tie.*6 points tied\).*Lloyd's algorithm gives it to center 0"):
+        run = build(3, 3, np.inf).run(X, init, 3, warn=True)
+    assert np.max(np.abs(run.centers - lloyd(X, init, 3).centers)) > 0.1
+    # on integer data the check is the integer one, tie or not, center by center
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        Y = rng.integers(0, 4, size=(12, 2)).astype(float)
+        C = rng.integers(0, 4, size=(3, 2)).astype(float)
+        assert (unique_nearest(Y, C) is None) == (not _exact_ties(Y, C))
+    # where no point is tied, nothing is said and the run is Lloyd's
+    Z, _, _ = gaussian_mixture(np.random.default_rng(0), n=200, d=3, k=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = build(3, 3, np.inf).run(Z, Z[:3], 5, warn=True)
+    np.testing.assert_allclose(run.centers, lloyd(Z, Z[:3], 5).centers, rtol=0, atol=1e-12)
+
+
+def test_the_cac_variants_assume_no_tie_as_well():
+    import warnings
+
+    from kmt_ref.variants import VARIANTS
+
+    g = np.array([[0, 0, 0], [2, 0, 0], [1, 0, 0], [1, 1, 0], [0, 2, 0], [2, 2, 0]], dtype=float)
+    X = np.vstack([g, g + 5])
+    for name in ("robust (sparsemax)", "trimmed (normmax)", "entmax-1.5 k-means", "k-medoids (Gumbel)"):
+        v = VARIANTS[name]
+        model = v.build(3, 3, v.values[0])
+        options = dict(rng=np.random.default_rng(0)) if v.needs_rng else {}
+        with warnings.catch_warnings(record=True) as said:  # some also say the last layer's split assignments
+            warnings.simplefilter("always")
+            model.run(X, X[[0, 1, 4]], 2, warn=True, **options)
+        assert "point 2 is exactly as near to center 0 as to center 1" in str(said[0].message), name

@@ -25,7 +25,7 @@ from .._validation import check_dims, check_positive, check_problem
 from ..attention import Block
 from ..geometry import center_distances, nearest_center
 from ..layer import KMeansTransformer
-from ..lloyd_transformer import equation5_weights, lloyd_transformer
+from ..lloyd_transformer import equation5_weights, lloyd_transformer, unique_nearest
 from ..trajectory import iterate
 
 __all__ = ["cac_variant", "candidate_update", "candidate_iterations", "sharpness_kmeans", "sharpness_variant"]
@@ -85,8 +85,13 @@ def cac_variant(d, k, normalizer, separation, distance_weight, name, gamma=1.0, 
     blocks = dict(base.blocks)
     blocks["CAC"] = Block(Wq, Wk, Wv5, score="euclidean", normalizer=normalizer, gamma=gamma,
                           params=dict(params or {}))
-    # Scores are distances and ids; the centers are (weighted) means of members.
-    assumption = None if member_bound is None else members_within(distance_weight, member_bound, strict)
+    # Scores are distances and ids; the centers are (weighted) means of members. CAX is Theorem 2.1's hardmax:
+    # its tie rule is not the classical one, so each proposition assumes no tie too.
+    members = None if member_bound is None else members_within(distance_weight, member_bound, strict)
+
+    def assumption(X, C):
+        return unique_nearest(X, C) or (None if members is None else members(X, C))
+
     return KMeansTransformer(layout, blocks, name=name, translation_invariant=True, assumption=assumption)
 
 

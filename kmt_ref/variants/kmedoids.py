@@ -253,7 +253,7 @@ def kmedoids_transformer(d, k, temperature=1.0, rng=None, separation=1e3):
     # Translation invariant: run measures from a data value, so the scores keep their precision far
     # from the origin, as the classical rule's do.
     return RandomKMeansTransformer(base.layout, dict(base.blocks), rng=rng, name=base.name,
-                                   translation_invariant=True)
+                                   translation_invariant=True, assumption=base.assumption)
 
 
 register_variant(Variant(
