@@ -218,3 +218,29 @@ def test_rows_with_tiny_or_huge_entries_keep_their_direction(tiny_or_huge):
     assert np.all(np.isfinite(ref.centers)) and np.all(np.isfinite(got.centers))
     np.testing.assert_allclose(got.centers[1:], ref.centers[1:], atol=1e-12)  # [0] is init as given
     np.testing.assert_array_equal(got.labels, ref.labels)
+
+
+def test_a_cosine_tie_is_warned_about_where_the_run_leaves_spherical_kmeans():
+    import warnings
+
+    from kmt_ref.variants.spherical import spherical_kmeans_transformer, unique_largest_cosine
+
+    # the point (1, 1) has cosine 1/sqrt(2) with both (1, 0) and (0, 1): an exact tie
+    X = np.array([[1.0, 1.0], [1.0, 0.1], [0.1, 1.0], [1.0, 0.2], [0.2, 1.0]])
+    init = np.array([[1.0, 0.0], [0.0, 1.0]])
+    assert "point 0's largest cosines, with centers 0 and 1, differ by 0.0e+00" in unique_largest_cosine(X, init)
+    with warnings.catch_warnings(record=True) as said:  # and, after the last layer, the split assignments
+        warnings.simplefilter("always")
+        spherical_kmeans_transformer(2, 2).run(X, init, 2, warn=True)
+    assert "before layer 1, point 0's largest cosines, with centers 0 and 1" in str(said[0].message)
+    # a cosine gap beyond rounding is no tie; one within it is
+    tol = 4 * (2 + 4) * np.finfo(float).eps
+    for tilt, tied in ((1e-9, False), (tol / 8, True)):
+        Y = np.array([[np.cos(np.pi / 4 + tilt), np.sin(np.pi / 4 + tilt)]])
+        assert (unique_largest_cosine(Y, init) is not None) == tied
+    # where every largest cosine is clear, nothing is said and the run is spherical k-means
+    Z = np.random.default_rng(0).normal(size=(200, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = spherical_kmeans_transformer(4, 5).run(Z, Z[:5], 6, warn=True)
+    np.testing.assert_allclose(run.centers, spherical_kmeans(Z, Z[:5], 6).centers, rtol=0, atol=1e-12)

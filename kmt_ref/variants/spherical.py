@@ -85,6 +85,7 @@ __all__ = [
     "spherical_kmeans_transformer",
     "BlockRMSNorm",
     "normalize_rows",
+    "unique_largest_cosine",
 ]
 
 
@@ -226,6 +227,42 @@ class BlockRMSNorm:
         return anp.concatenate([T[..., : s.start], scaled, T[..., s.stop :]], axis=-1)
 
 
+def unique_largest_cosine(X, C):
+    """The proposition's assumption, as ``assumption(X, C) -> str or None`` for
+    :class:`~kmt_ref.layer.KMeansTransformer` (``run(warn=True)`` checks it at every layer): every point's
+    largest cosine with the centers is unique, by more than the rounding of computing it. The model and
+    :func:`spherical_kmeans` compute the cosines in different orders (a norm layer, then dot-product scores;
+    normalized rows, then their products), so two cosines closer than ``4 (d + 4) eps`` may be ranked
+    differently by the two, and an exact tie is given to all its centers by the hardmax but to the lowest
+    index by the classical algorithm.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    C : ndarray, shape (k, d)
+
+    Returns
+    -------
+    str or None
+        None where it holds, else the first point whose two largest cosines are that close.
+    """
+    if C.shape[0] < 2:
+        return None
+    S = normalize_rows(X) @ normalize_rows(C).T
+    top = np.argsort(-S, axis=1, kind="stable")[:, :2]
+    first, second = np.take_along_axis(S, top, axis=1).T
+    tol = 4 * (X.shape[1] + 4) * np.finfo(float).eps
+    close = np.flatnonzero(first - second <= tol)
+    if close.size == 0:
+        return None
+    i = int(close[0])
+    j, l = sorted(int(c) for c in top[i])
+    return (f"point {i}'s largest cosines, with centers {j} and {l}, differ by {first[i] - second[i]:.1e}, within the "
+            f"rounding of computing them ({tol:.1e}; {close.size} point{'s' if close.size > 1 else ''} so close): the "
+            "proposition assumes one largest cosine, and the hardmax and spherical k-means may decide such a point "
+            "differently")
+
+
 class _SphericalTransformer(KMeansTransformer):
     """A :class:`KMeansTransformer` that also refuses zero rows (no direction)."""
 
@@ -276,7 +313,8 @@ def spherical_kmeans_transformer(d, k):
     blocks = dict(base.blocks)
     blocks["CAX"] = replace(blocks["CAX"], score="dot")  # hardmax over cosines
     return _SphericalTransformer(
-        base.layout, blocks, name="spherical k-means", norm=BlockRMSNorm(base.layout, "x")
+        base.layout, blocks, name="spherical k-means", norm=BlockRMSNorm(base.layout, "x"),
+        assumption=unique_largest_cosine,
     )
 
 
