@@ -284,7 +284,9 @@ def near_duplicates(draw):
 
 @pytest.mark.parametrize("construction", [("2.1", c) for c in ("validated", "paper", "all-attention")]
                          + [("2.2", c) for c in ("validated", "all-attention")])
-@SETTINGS
+# Integer grids tie often and the planted pair is a near tie at small offsets: most draws are set aside by
+# design, and how many depends on the run's random draws (CI once stopped at 6 kept of 56).
+@settings(SETTINGS, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(problem=near_duplicates(), reference=st.booleans())
 def test_no_construction_gives_a_wrong_answer_on_near_duplicates_without_a_warning(problem, reference, construction):
     # Every construction at gamma = inf, either engine: equal to Lloyd's algorithm, or a warning before the run
