@@ -79,7 +79,7 @@ import warnings
 
 import numpy as np
 
-from ._validation import check_choice, check_dims, check_positive
+from ._validation import check_centers, check_choice, check_data, check_dims, check_positive
 from .attention import Block
 from .certificate import exactness_certificate
 from .geometry import closest_distinct_pair, nearest_center
@@ -182,7 +182,8 @@ def unique_nearest(X, C):
     """What the constructions at ``gamma = inf`` assume, as ``assumption(X, C) -> str or None`` for
     :class:`~kmt_ref.layer.KMeansTransformer` (``run(warn=True)`` checks it at every layer): no point is
     exactly as near to two centers. At such a tie the hardmax gives the point to all of its nearest centers in
-    equal shares, where Lloyd's algorithm gives it to the lowest index; the theorem excludes ties.
+    equal shares, where Lloyd's algorithm gives it to the lowest index; Theorem 2.1 as the book states it
+    assumes a unique nearest center.
 
     Parameters
     ----------
@@ -194,7 +195,8 @@ def unique_nearest(X, C):
     str or None
         None where every point has one nearest center, else the first tied point and its centers.
     """
-    _, tied = nearest_center(X, C, ties=True)
+    X = check_data(X)
+    _, tied = nearest_center(X, check_centers(C, X.shape[1], "C"), ties=True)
     if not tied:
         return None
     first = min(tied)  # an index into the labels, (i,) for one task

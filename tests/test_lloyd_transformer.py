@@ -332,6 +332,10 @@ def test_at_gamma_inf_a_tie_is_warned_about_where_the_run_leaves_lloyd(build):
     X = np.vstack([g, g + 5])
     init = X[[0, 1, 4]]
     assert _exact_ties(X, init)[:1] == [2]
+    with pytest.raises(ValueError, match="C must have 3 columns|C.*d=3|3 columns"):
+        unique_nearest(X, init[:, :2])
+    with pytest.raises(ValueError, match="X must be finite"):
+        unique_nearest(np.where(X == 5, np.nan, X), init)
     # the hardmax shares a tied point, Lloyd's algorithm gives it to the lowest index: the runs part
     with pytest.warns(UserWarning, match=r"before layer 1, point 2 is exactly as near to center 0 as to center 1 "
                                          r"\(a tie.*6 points tied\).*Lloyd's algorithm gives it to center 0"):

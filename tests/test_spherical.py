@@ -229,6 +229,8 @@ def test_a_cosine_tie_is_warned_about_where_the_run_leaves_spherical_kmeans():
     X = np.array([[1.0, 1.0], [1.0, 0.1], [0.1, 1.0], [1.0, 0.2], [0.2, 1.0]])
     init = np.array([[1.0, 0.0], [0.0, 1.0]])
     assert "point 0's largest cosines, with centers 0 and 1, differ by 0.0e+00" in unique_largest_cosine(X, init)
+    with pytest.raises(ValueError, match="X must be finite"):
+        unique_largest_cosine(np.where(X == 1.0, np.inf, X), init)
     with warnings.catch_warnings(record=True) as said:  # and, after the last layer, the split assignments
         warnings.simplefilter("always")
         spherical_kmeans_transformer(2, 2).run(X, init, 2, warn=True)

@@ -246,6 +246,8 @@ def unique_largest_cosine(X, C):
     str or None
         None where it holds, else the first point whose two largest cosines are that close.
     """
+    X = check_data(X)
+    C = check_centers(C, X.shape[1], "C")
     if C.shape[0] < 2:
         return None
     S = normalize_rows(X) @ normalize_rows(C).T
