@@ -27,8 +27,10 @@ Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
     hard attention"). ``gamma`` is irrelevant. With the Euclidean score the
     arg-max set is the set of nearest keys as exact arithmetic decides
     (:func:`euclidean_hardmax_average`), in both engines; with the dot score
-    it is the arg-max set of the rounded scores (no exact distance exists to
-    decide by: the Theorem 2.2 tokens carry rounded squared norms).
+    it is the arg-max set of the float scores summed in one fixed order
+    (:func:`fixed_order_scores`: the same on every CPU and in both engines;
+    no exact distance exists to decide by, since the Theorem 2.2 tokens carry
+    rounded squared norms).
 ``"linear"``
     non-negative scores divided by their row sum. A row of zeros gets uniform
     weights (the limit of adding the same small positive number to every
@@ -49,6 +51,14 @@ the variants): ``"sparsemax"``, ``"normmax2"`` and ``"normmax_inf"`` (parameter
 weight computed. Models run ``kmt_ref.kernels.attend``, the same numbers
 (a test runs every construction, variant and the learned model through both)
 computed faster; :func:`kmt_ref.layer.transformer_layer` takes either.
+
+Decisions do not depend on the CPU. What a normalizer decides (an arg-max, a
+support) is taken on exact distances (the Euclidean hardmax) or on
+:func:`fixed_order_scores`, never on a BLAS product, whose rounding depends on
+the machine's kernel; and the weights times the values are
+:func:`rows_product`, in which equal rows of weights give equal rows (two
+centers that average the same points come out equal, so a tie that exact
+arithmetic has stays a tie).
 """
 
 from collections.abc import Callable
@@ -80,6 +90,9 @@ __all__ = [
     "linear_normalize",
     "euclidean_scores",
     "dot_scores",
+    "fixed_order_scores",
+    "block_scores",
+    "rows_product",
 ]
 
 
@@ -94,6 +107,92 @@ def dot_scores(A, B):
 
 
 SCORES = {"euclidean": euclidean_scores, "dot": dot_scores}
+
+#: Most (query, key) scores :func:`fixed_order_scores` holds at once.
+FIXED_ORDER_ELEMENTS = 2**20
+
+
+def fixed_order_scores(score, A, B):
+    """``SCORES[score](A, B)`` summed coordinate by coordinate, in one order, without BLAS: shape (..., m, r).
+
+    A BLAS product sums a score's terms in an order that depends on the CPU's kernel and on where the
+    row lies in the product, so the same query and key can score an ulp apart in two places, or on two
+    machines. Here every score is ``((t_1 + t_2) + t_3) + ...`` with ``t_i = a_i b_i`` (``"dot"``) or
+    ``-(a_i - b_i)^2`` (``"euclidean"``, the direct form), each term rounded on its own: equal queries and
+    keys give equal scores, and the same scores on every CPU, in both engines and in any chunking. The
+    normalizers whose weights are a decision (:attr:`Normalizer.fixed_order`) rank these.
+    """
+    A, B = np.asarray(A), np.asarray(B)
+    batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    m, r = A.shape[-2], B.shape[-2]
+    out = np.zeros(batch + (m, r), dtype=np.result_type(A, B, float))
+    rows = max(1, FIXED_ORDER_ELEMENTS // max(1, r * int(np.prod(batch, dtype=int))))
+    for a in range(0, m, rows):
+        part, Ap = out[..., a : a + rows, :], A[..., a : a + rows, :]
+        for i in range(A.shape[-1]):
+            if score == "dot":
+                part += Ap[..., :, None, i] * B[..., None, :, i]
+            else:
+                t = Ap[..., :, None, i] - B[..., None, :, i]
+                part -= t * t
+    return out
+
+
+def block_scores(block, queries, keys):
+    """The scores a block's normalizer ranks, before ``gamma``: :func:`fixed_order_scores` for a normalizer
+    that decides (:attr:`Normalizer.fixed_order`) on plain arrays, else ``SCORES[block.score]``."""
+    if NORMALIZERS[block.normalizer].fixed_order and type(queries) is np.ndarray and type(keys) is np.ndarray:
+        return fixed_order_scores(block.score, queries, keys)
+    return SCORES[block.score](queries, keys)
+
+
+def _row_groups(W):
+    """For a plain 2-D ``W``: ``(first, inverse)`` with ``W[first][inverse] == W`` and one entry of ``first`` for
+    each distinct row, or None when every row is distinct.
+
+    Rows are grouped by a fingerprint of their bits (a sum, wrapping, of each entry's bits times an odd
+    constant of its column), then compared whole: rows that share a fingerprint but differ stay apart.
+    """
+    m, r = W.shape
+    if m < 2 or r == 0:
+        return None
+    bits = W.view(np.uint64 if W.dtype.itemsize == 8 else np.uint32).astype(np.uint64)
+    odd = (2 * np.arange(r, dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+    _, group = np.unique(np.add.reduce(bits * odd, axis=-1), return_inverse=True)
+    if group.max() + 1 == m:
+        return None
+    first, inverse, seen = [], np.empty(m, dtype=np.intp), {}
+    for i, g in enumerate(group.ravel()):
+        slots = seen.setdefault(g, [])
+        inverse[i] = next((s for s in slots if np.array_equal(W[i], W[first[s]])), len(first))
+        if inverse[i] == len(first):
+            slots.append(len(first))
+            first.append(i)
+    return None if len(first) == m else (np.array(first), inverse)
+
+
+def rows_product(W, V):
+    """``W @ V`` (..., m, r) x (..., r, D'), with equal rows of ``W`` giving equal rows.
+
+    A mean over the same weights does not depend on which row asks for it: two centers that average the
+    same points with the same weights must come out equal, or a tie that exact arithmetic has would be
+    undone by where BLAS's kernel rounds each row. Each distinct row is computed once and copied to its
+    equals (plain arrays, a task at a time); traced arrays are multiplied as they are.
+    """
+    if type(W) is not np.ndarray or type(V) is not np.ndarray:
+        return anp.matmul(W, V)
+    batch = np.broadcast_shapes(W.shape[:-2], V.shape[:-2])
+    if batch:
+        Wb, Vb = np.broadcast_to(W, batch + W.shape[-2:]), np.broadcast_to(V, batch + V.shape[-2:])
+        out = np.empty(batch + (W.shape[-2], V.shape[-1]), dtype=np.result_type(W, V))
+        for i in np.ndindex(*batch):
+            out[i] = rows_product(Wb[i], Vb[i])
+        return out
+    groups = _row_groups(W)
+    if groups is None:
+        return np.matmul(W, V)
+    first, inverse = groups
+    return np.matmul(W[first], V)[inverse]
 
 
 def softmax(scores):
@@ -177,7 +276,7 @@ def mean_over(mask, values=None):
     the chosen rows divided by their count, shape (..., m, D') (:func:`hardmax_average`); ``values=None``
     stands for the identity (the result is then the weights, (..., m, r))."""
     count = np.count_nonzero(mask, axis=-1)
-    out = mask.astype(float) if values is None else np.matmul(mask.astype(float), values)
+    out = mask.astype(float) if values is None else rows_product(mask.astype(float), values)
     odd = count != 1
     if odd.any():
         out[odd] /= count[odd][:, None]
@@ -218,18 +317,23 @@ class Normalizer:
         computed more exactly (see :func:`hardmax_average`; ``values=None``
         stands for the identity, and the result is the weights); :func:`attend`
         uses it when given.
+    fixed_order : bool
+        Whether its weights are a decision (an arg-max, a support, a threshold) taken on scores summed in one
+        fixed order (:func:`fixed_order_scores`), so that it is the same on every CPU, in both engines,
+        and alike for equal queries; a softmax's weights move continuously and take BLAS's scores.
     """
 
     fn: Callable | None
     uses_gamma: bool = True
     needs_rng: bool = False
     average: Callable | None = None
+    fixed_order: bool = False
 
     def __post_init__(self):
         for name in ("fn", "average"):
             if getattr(self, name) is not None:
                 check_callable(getattr(self, name), name)
-        for name in ("uses_gamma", "needs_rng"):
+        for name in ("uses_gamma", "needs_rng", "fixed_order"):
             check_bool(getattr(self, name), name)
 
 
@@ -237,13 +341,13 @@ class Normalizer:
 NORMALIZERS = {
     "softmax": Normalizer(softmax),
     "softmax_dropout": Normalizer(softmax_dropout, needs_rng=True),
-    "hardmax": Normalizer(hardmax, uses_gamma=False, average=hardmax_average),
+    "hardmax": Normalizer(hardmax, uses_gamma=False, average=hardmax_average, fixed_order=True),
     "linear": Normalizer(linear_normalize, uses_gamma=False),
     "identity": Normalizer(None, uses_gamma=False),
-    "sparsemax": Normalizer(sparsemax),
-    "normmax2": Normalizer(normmax2),
-    "normmax_inf": Normalizer(normmax_inf),
-    "gumbel_max": Normalizer(gumbel_max, needs_rng=True),
+    "sparsemax": Normalizer(sparsemax, fixed_order=True),
+    "normmax2": Normalizer(normmax2, fixed_order=True),
+    "normmax_inf": Normalizer(normmax_inf, fixed_order=True),
+    "gumbel_max": Normalizer(gumbel_max, needs_rng=True, fixed_order=True),
     "gumbel_softmax": Normalizer(gumbel_softmax, needs_rng=True),
 }
 
@@ -343,7 +447,7 @@ def attention_weights(Zq, Zk, block, rng=None):
         return np.broadcast_to(np.eye(Zq.shape[-2]), Zq.shape[:-1] + (Zq.shape[-2],))
     if _exact_euclidean(block):
         return euclidean_hardmax_average(project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk))
-    s = SCORES[block.score](project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk))
+    s = block_scores(block, project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk))
     extra = dict(block.params, **({"rng": rng} if norm.needs_rng else {}))
     return norm.fn(block.gamma * s if norm.uses_gamma else s, **extra)
 
@@ -383,9 +487,9 @@ def attend(Zq, Zk, block, rng=None):
     if _exact_euclidean(block):
         return euclidean_hardmax_average(project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk), values)
     if norm.average is not None:
-        s = SCORES[block.score](project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk))
+        s = block_scores(block, project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk))
         return norm.average(s, values)
-    return anp.matmul(attention_weights(Zq, Zk, block, rng), values)
+    return rows_product(attention_weights(Zq, Zk, block, rng), values)
 
 
 def _exact_euclidean(block):

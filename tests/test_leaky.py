@@ -156,6 +156,19 @@ def test_the_fit_moves_little_when_the_last_bits_of_its_sample_do():
     np.testing.assert_allclose([b["beta"], b["sharpness"]], [a["beta"], a["sharpness"]], rtol=1e-3)
 
 
+def test_a_fit_whose_search_steps_far_out_is_sent_back_and_never_ends_in_nan():
+    # A trial step past log beta = 709 overflowed exp and gave nan centers on some CPUs' rounding (the sample of
+    # the test above, under OpenBLAS's AVX-512 kernel). Outside the box the loss is the box's plus a penalty.
+    config = TrainConfig(d=2, k=3, n=40)
+    X, init = draw_tasks(np.random.default_rng(0), 8, init="first", **config.task_kwargs())
+    far = closed_form._minimize(X, init, 3, config.tau, np.array([800.0, -800.0]))
+    assert np.isfinite([far["beta"], far["sharpness"], far["loss"]]).all()
+    assert abs(np.log(far["beta"])) <= closed_form.LOG_LIMIT and abs(np.log(far["sharpness"])) <= closed_form.LOG_LIMIT
+    near = closed_form._minimize(X, init, 3, config.tau, np.log([4.0, 6.0]))
+    assert near["loss"] == pytest.approx(closed_form.unrolled_loss(np.log([near["beta"], near["sharpness"]]), X, init, 3,
+                                                                   config.tau), rel=1e-12)
+
+
 @pytest.mark.parametrize("kwargs, name", [(dict(n_unroll=0), "n_unroll"), (dict(n_tasks=0), "n_tasks"),
                                           (dict(restarts=0), "restarts"), (dict(subsets=-1), "subsets"),
                                           (dict(config=dict(d=2)), "config")])

@@ -11,7 +11,7 @@ face many; the softmaxes reuse the buffers of :mod:`kmt_ref.kernels.softmax`.
 
 import numpy as np
 
-from ..attention import SCORES
+from ..attention import SCORES, block_scores, rows_product
 from ..geometry import ASSIGN_ELEMENTS, nearest_center
 from .softmax import add_at, euclidean_scores, softmax_columns, softmax_inplace
 
@@ -54,7 +54,7 @@ def euclidean_hardmax(queries, keys, values):
     np.put_along_axis(members, labels[..., None], 1.0, axis=-1)
     for index, nearest in tied.items():
         members[index] = nearest
-    out = members if values is None else np.matmul(members, values)
+    out = members if values is None else rows_product(members, values)
     for index, nearest in tied.items():
         out[index] /= np.count_nonzero(nearest)
     return out
@@ -126,7 +126,7 @@ def _linear(scores, values):
         scores /= total  # in place: the scores are this chunk's own array
     else:
         scores = np.where(total > 0, scores / np.where(total > 0, total, 1.0), 1.0 / scores.shape[-1])
-    return np.matmul(scores, values)
+    return rows_product(scores, values)
 
 
 def linear_over_keys(queries, keys, values, score):
@@ -156,7 +156,7 @@ def linear_over_keys(queries, keys, values, score):
     for b in range(0, keys.shape[0], step):
         s = keys[b : b + step].T if ids else SCORES[score](queries, keys[b : b + step])
         _check_nonnegative(s)
-        num = num + np.matmul(s, values[b : b + step])
+        num = num + rows_product(s, values[b : b + step])
         total = total + np.sum(s, axis=-1, keepdims=True)
     if np.all(total > 0):
         return num / total
@@ -183,9 +183,9 @@ def plain_chunk(q, keys, values, block, norm, extra, identity, add_to=None):
             S *= block.gamma
         if identity:
             return softmax_inplace(S, add_to)
-        out = np.matmul(softmax_inplace(S), values)
+        out = rows_product(softmax_inplace(S), values)
     elif identity and add_to is not None and add_to.ndim == 2 and block.normalizer == "hardmax":
-        return add_hardmax(add_to, SCORES[block.score](q, keys))
+        return add_hardmax(add_to, block_scores(block, q, keys))
     else:
         out = _other_chunk(q, keys, values, block, norm, extra, identity)
     if add_to is None:
@@ -211,11 +211,11 @@ def _scores_by_key(q, keys, block):
 
 def _other_chunk(q, keys, values, block, norm, extra, identity):
     """:func:`plain_chunk` for the normalizers that have no fused path."""
-    s = SCORES[block.score](q, keys)
+    s = block_scores(block, q, keys)
     if norm.uses_gamma:
         s = block.gamma * s
     if block.normalizer == "linear":
         return _linear(s, values)
     if norm.average is not None:
         return norm.average(s, None if identity else values)
-    return np.matmul(norm.fn(s, **extra), values)
+    return rows_product(norm.fn(s, **extra), values)

@@ -119,11 +119,25 @@ def _fit(X, init, n_unroll, tau, restarts):
     return ends
 
 
+#: The box of ``log beta`` and ``log sharpness`` in which the loss is taken: ``exp(60)`` is about 1e26, far above
+#: every fit (at most about 7e13) and far below where the step's arithmetic overflows (``exp(709)``).
+LOG_LIMIT = 60.0
+
+
 def _minimize(X, init, n_unroll, tau, log_start):
-    """The fit of :func:`fit_leaky` on the sample ``(X, init)`` (trusted: inputs already checked)."""
+    """The fit of :func:`fit_leaky` on the sample ``(X, init)`` (trusted: inputs already checked).
+
+    L-BFGS may try a step far out (on some CPUs' rounding a trial reached ``log beta`` past 709, where
+    ``exp`` overflows and the centers became nan). Outside the box ``|log p| <= LOG_LIMIT`` the loss is
+    taken at the nearest point of the box plus the squared distance to it, so every trial is finite and
+    the search is sent back; inside, it is the loss itself (the same steps as with no box).
+    """
     def value_and_grad(p):
-        value, grad = _value_and_grad(p, X, init, n_unroll, tau)
-        return float(value), np.asarray(grad, dtype=float)
+        inside = np.clip(p, -LOG_LIMIT, LOG_LIMIT)
+        value, grad = _value_and_grad(inside, X, init, n_unroll, tau)
+        out = p - inside
+        grad = np.where(out == 0, np.asarray(grad, dtype=float), 0.0) + 2.0 * out
+        return float(value) + float(np.sum(out * out)), grad
 
     fit = scipy.optimize.minimize(value_and_grad, log_start, jac=True, method="L-BFGS-B",
                                   options=dict(gtol=1e-8, ftol=1e-14, maxiter=200))
