@@ -87,6 +87,7 @@ __all__ = [
     "hardmax_average",
     "euclidean_hardmax_average",
     "mean_over",
+    "mean_of_rows",
     "linear_normalize",
     "euclidean_scores",
     "dot_scores",
@@ -272,15 +273,37 @@ def euclidean_hardmax_average(queries, keys, values=None):
 
 
 def mean_over(mask, values=None):
-    """The mean of ``values`` (..., r, D') over each row's ``True`` entries of ``mask`` (..., m, r): the sum of
-    the chosen rows divided by their count, shape (..., m, D') (:func:`hardmax_average`); ``values=None``
-    stands for the identity (the result is then the weights, (..., m, r))."""
+    """The mean of ``values`` (..., r, D') over each row's ``True`` entries of ``mask`` (..., m, r), shape
+    (..., m, D') (:func:`hardmax_average`); ``values=None`` stands for the identity (the result is then the
+    weights, (..., m, r)).
+
+    A row with one entry is that value row, copied; a row with several is :func:`mean_of_rows`; a row with
+    none (nan scores) is nan. No product: the same numbers on every CPU, and equal rows of ``mask`` give
+    equal rows.
+    """
+    mask = np.asarray(mask, dtype=bool)
     count = np.count_nonzero(mask, axis=-1)
-    out = mask.astype(float) if values is None else rows_product(mask.astype(float), values)
-    odd = count != 1
-    if odd.any():
-        out[odd] /= count[odd][:, None]
+    if values is None:
+        out = mask.astype(float)
+        odd = count != 1
+        if odd.any():
+            with np.errstate(invalid="ignore"):
+                out[odd] /= count[odd][:, None]
+        return out
+    values = np.broadcast_to(values, mask.shape[:-2] + np.shape(values)[-2:])
+    out = np.take_along_axis(values, np.argmax(mask, axis=-1)[..., None], axis=-2)
+    for index in zip(*np.nonzero(count != 1), strict=True):
+        out[index] = mean_of_rows(values[index[:-1]], mask[index])
     return out
+
+
+def mean_of_rows(values, chosen):
+    """The mean of the rows of ``values`` (r, D') where ``chosen`` (r,) is True: their sum, in order, divided by
+    their count (nan when none is chosen); one implementation for both engines."""
+    rows = values[chosen]
+    if rows.shape[0] == 0:
+        return np.full(values.shape[-1], np.nan)
+    return np.sum(rows, axis=0) / rows.shape[0]
 
 
 def linear_normalize(scores):
@@ -318,9 +341,10 @@ class Normalizer:
         stands for the identity, and the result is the weights); :func:`attend`
         uses it when given.
     fixed_order : bool
-        Whether its weights are a decision (an arg-max, a support, a threshold) taken on scores summed in one
-        fixed order (:func:`fixed_order_scores`), so that it is the same on every CPU, in both engines,
-        and alike for equal queries; a softmax's weights move continuously and take BLAS's scores.
+        Whether its weights are a decision (an arg-max, a support, a threshold, an empty row) taken on scores
+        summed in one fixed order (:func:`fixed_order_scores`), so that it is the same on every CPU, in both
+        engines and alike for equal queries, and multiplied by the values with :func:`rows_product` (equal
+        rows of weights give equal rows). A softmax's weights move continuously: BLAS's scores and product.
     """
 
     fn: Callable | None
@@ -342,7 +366,7 @@ NORMALIZERS = {
     "softmax": Normalizer(softmax),
     "softmax_dropout": Normalizer(softmax_dropout, needs_rng=True),
     "hardmax": Normalizer(hardmax, uses_gamma=False, average=hardmax_average, fixed_order=True),
-    "linear": Normalizer(linear_normalize, uses_gamma=False),
+    "linear": Normalizer(linear_normalize, uses_gamma=False, fixed_order=True),
     "identity": Normalizer(None, uses_gamma=False),
     "sparsemax": Normalizer(sparsemax, fixed_order=True),
     "normmax2": Normalizer(normmax2, fixed_order=True),
@@ -489,7 +513,8 @@ def attend(Zq, Zk, block, rng=None):
     if norm.average is not None:
         s = block_scores(block, project(Zq, block.Wq, block.bq), project(Zk, block.Wk, block.bk))
         return norm.average(s, values)
-    return rows_product(attention_weights(Zq, Zk, block, rng), values)
+    product = rows_product if norm.fixed_order else anp.matmul
+    return product(attention_weights(Zq, Zk, block, rng), values)
 
 
 def _exact_euclidean(block):

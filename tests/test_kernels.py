@@ -350,8 +350,10 @@ def test_streamed_linear_attention_with_the_ids_as_queries_skips_the_product(mon
     keys = rng.random((500, 6)) * (rng.random((500, 6)) < 0.4)
     keys[:, 5] = 0.0  # a center with no point: uniform attention
     values = rng.normal(size=(500, 3))
-    product = kernels.plain.linear_over_keys(np.eye(6), keys, values, "dot")
-    monkeypatch.setitem(kernels.plain.SCORES, "dot", None)  # the shortcut computes no score
+    with monkeypatch.context() as m:
+        m.setattr(kernels.plain, "is_identity", lambda values: False)  # the scores computed, then the product
+        product = kernels.plain.linear_over_keys(np.eye(6), keys, values, "dot")
+    monkeypatch.setattr(kernels.plain, "fixed_order_scores", None)  # the shortcut computes no score
     shortcut = kernels.plain.linear_over_keys(np.eye(6), keys, values, "dot")
     np.testing.assert_allclose(shortcut, product, rtol=1e-14, atol=1e-16)
     exact = np.array([values[keys[:, j] > 0].T @ keys[keys[:, j] > 0, j] / keys[:, j].sum() for j in range(5)])

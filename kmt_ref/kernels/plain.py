@@ -11,7 +11,7 @@ face many; the softmaxes reuse the buffers of :mod:`kmt_ref.kernels.softmax`.
 
 import numpy as np
 
-from ..attention import SCORES, block_scores, rows_product
+from ..attention import block_scores, fixed_order_scores, mean_of_rows, rows_product
 from ..geometry import ASSIGN_ELEMENTS, nearest_center
 from .softmax import add_at, euclidean_scores, softmax_columns, softmax_inplace
 
@@ -42,21 +42,25 @@ def _nearest_keys(queries, keys):
 
 
 def euclidean_hardmax(queries, keys, values):
-    """Mean of the values of each query's nearest keys (sum over the arg-max set / its size).
+    """Mean of the values of each query's nearest keys (:func:`~kmt_ref.attention.mean_over` of the arg-max set).
 
     ``values=None`` stands for the identity (the result is then the weights).
     Ranking ``-||q - k||^2`` is finding the nearest key: the arg-max set is
     the one exact arithmetic gives (:func:`~kmt_ref.geometry.nearest_center`,
-    which Lloyd's algorithm uses too), never one that rounding picked.
+    which Lloyd's algorithm uses too), never one that rounding picked. A query
+    with one nearest key copies its value row; a tie averages the tied rows.
     """
     labels, tied = _nearest_keys(queries, keys)
-    members = np.zeros(labels.shape + keys.shape[-2:-1])
-    np.put_along_axis(members, labels[..., None], 1.0, axis=-1)
+    if values is None:
+        members = np.zeros(labels.shape + keys.shape[-2:-1])
+        np.put_along_axis(members, labels[..., None], 1.0, axis=-1)
+        for index, nearest in tied.items():
+            members[index] = nearest / np.count_nonzero(nearest)
+        return members
+    values = np.broadcast_to(values, labels.shape[:-1] + values.shape[-2:])
+    out = np.take_along_axis(values, labels[..., None], axis=-2)
     for index, nearest in tied.items():
-        members[index] = nearest
-    out = members if values is None else rows_product(members, values)
-    for index, nearest in tied.items():
-        out[index] /= np.count_nonzero(nearest)
+        out[index] = mean_of_rows(values[index[:-1]], nearest)
     return out
 
 
@@ -154,7 +158,7 @@ def linear_over_keys(queries, keys, values, score):
     step = max(1, (ASSIGN_ELEMENTS if ids else STREAM_ELEMENTS) // queries.shape[0])
     num, total = 0.0, 0.0
     for b in range(0, keys.shape[0], step):
-        s = keys[b : b + step].T if ids else SCORES[score](queries, keys[b : b + step])
+        s = keys[b : b + step].T if ids else fixed_order_scores(score, queries, keys[b : b + step])
         _check_nonnegative(s)
         num = num + rows_product(s, values[b : b + step])
         total = total + np.sum(s, axis=-1, keepdims=True)
@@ -183,7 +187,7 @@ def plain_chunk(q, keys, values, block, norm, extra, identity, add_to=None):
             S *= block.gamma
         if identity:
             return softmax_inplace(S, add_to)
-        out = rows_product(softmax_inplace(S), values)
+        out = np.matmul(softmax_inplace(S), values)
     elif identity and add_to is not None and add_to.ndim == 2 and block.normalizer == "hardmax":
         return add_hardmax(add_to, block_scores(block, q, keys))
     else:
@@ -218,4 +222,4 @@ def _other_chunk(q, keys, values, block, norm, extra, identity):
         return _linear(s, values)
     if norm.average is not None:
         return norm.average(s, None if identity else values)
-    return rows_product(norm.fn(s, **extra), values)
+    return (rows_product if norm.fixed_order else np.matmul)(norm.fn(s, **extra), values)

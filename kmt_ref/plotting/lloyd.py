@@ -5,6 +5,8 @@ nothing is drawn twice in a notebook and tests need no display. Scatter plots
 show the first two coordinates of the data.
 """
 
+from fractions import Fraction
+
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -18,6 +20,8 @@ __all__ = [
     "plot_assignments",
     "plot_figure3",
     "plot_weights",
+    "plot_attention_by_hand",
+    "fraction_text",
     "latex_matrix",
 ]
 
@@ -235,6 +239,43 @@ def plot_weights(model, blocks=BLOCK_NAMES):
             ax.set_yticks([])
             ax.set_title(f"{b}: {w}", fontsize=10)
     fig.colorbar(image, ax=axes, shrink=0.6)
+    return fig
+
+
+def fraction_text(v, max_denominator=1000):
+    """A number as a short fraction (``"1/4"``, ``"-3"``, ``"0"``): how a reader checking by hand writes it."""
+    f = Fraction(float(v)).limit_denominator(max_denominator)
+    return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
+
+
+def plot_attention_by_hand(weights, row_names, col_names):
+    """The attention weights of the four blocks of one layer, side by side, each entry written in its cell.
+
+    Parameters
+    ----------
+    weights : dict
+        Block name -> its weights, shape (queries, keys), in :data:`~kmt_ref.layer.BLOCK_NAMES` order.
+    row_names, col_names : dict
+        Block name -> labels of its query rows and key columns.
+
+    Returns
+    -------
+    Figure
+    """
+    if not isinstance(weights, dict) or not weights:
+        raise ValueError(f"weights must be a non-empty dict of block name -> matrix; got {type(weights).__name__}")
+    widths = [np.shape(W)[1] for W in weights.values()]
+    fig = Figure(figsize=(1.6 + 0.55 * sum(widths), 3.2), layout="constrained")
+    axes = fig.subplots(1, len(weights), width_ratios=widths)
+    for ax, (name, W) in zip(np.atleast_1d(axes), weights.items(), strict=True):
+        W = np.asarray(W, dtype=float)
+        ax.imshow(W, cmap="Blues", vmin=0.0, vmax=1.0, aspect="equal")
+        for (i, j), v in np.ndenumerate(W):
+            ax.text(j, i, fraction_text(v), ha="center", va="center", fontsize=8,
+                    color="white" if v > 0.6 else "black")
+        ax.set_xticks(range(W.shape[1]), col_names[name], fontsize=8)
+        ax.set_yticks(range(W.shape[0]), row_names[name], fontsize=8)
+        ax.set_title(name, fontsize=10)
     return fig
 
 

@@ -45,7 +45,7 @@ from .robust import robust_rounding_tol
 
 __all__ = ["entmax_kmeans", "entmax_kmeans_transformer"]
 
-register_normalizer("entmax15", Normalizer(entmax15))
+register_normalizer("entmax15", Normalizer(entmax15, fixed_order=True))
 
 #: Weight of the id mismatch in the changed CAC score (see the proof).
 SEPARATION = 2.0
