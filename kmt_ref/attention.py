@@ -121,7 +121,7 @@ def fixed_order_scores(score, A, B):
     machines. Here every score is ``((t_1 + t_2) + t_3) + ...`` with ``t_i = a_i b_i`` (``"dot"``) or
     ``-(a_i - b_i)^2`` (``"euclidean"``, the direct form), each term rounded on its own: equal queries and
     keys give equal scores, and the same scores on every CPU, in both engines and in any chunking. The
-    normalizers whose weights are a decision (:attr:`Normalizer.fixed_order`) rank these.
+    normalizers whose weights are a decision (``Normalizer.fixed_order``) rank these.
     """
     A, B = np.asarray(A), np.asarray(B)
     batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
@@ -141,7 +141,7 @@ def fixed_order_scores(score, A, B):
 
 def block_scores(block, queries, keys):
     """The scores a block's normalizer ranks, before ``gamma``: :func:`fixed_order_scores` for a normalizer
-    that decides (:attr:`Normalizer.fixed_order`) on plain arrays, else ``SCORES[block.score]``."""
+    that decides (``Normalizer.fixed_order``) on plain arrays, else ``SCORES[block.score]``."""
     if NORMALIZERS[block.normalizer].fixed_order and type(queries) is np.ndarray and type(keys) is np.ndarray:
         return fixed_order_scores(block.score, queries, keys)
     return SCORES[block.score](queries, keys)

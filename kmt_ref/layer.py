@@ -10,17 +10,19 @@ One layer is one Lloyd iteration::
 The Theorem 2.1 model has no normalization (``norm=None``, the default), and
 the weights are shared by all layers.
 
-The sums are taken left to right, with one exception: an identity reset (the
-validated constructions' SAX and SAC) is added before the cross-attention's
-write, as the paper describes the residual connections ("reset the current
+The sums are taken left to right, with one exception: a reset (a self-attention
+block with the identity or the hardmax normalizer: the constructions' SAX and
+SAC) is added before the cross-attention's write, as the paper describes the residual connections ("reset the current
 assignments or centers before the cross-attention writes the new ones"). Then
 ``y + (-y) = 0`` exactly, and the new assignment is written into a zero,
 unrounded; adding the write first would round a small new weight ``r`` against
 the old one (``(y + r) - y``): a responsibility of ``1e-30`` next to an old
 ``0.9`` would be lost, and a soft k-means cluster that holds only such weights
-would move somewhere else. Softmax and learned self-attention blocks are no
-exact reset and keep the equation's order (so trained models compute what they
-were trained with, bit for bit).
+would move somewhere else; and two centers whose cluster is empty get the
+same mean whatever their old positions, where ``(c + m) - c`` rounds by ``c``.
+Softmax and learned self-attention blocks are no exact reset and keep the
+equation's order (so trained models compute what they were trained with, bit
+for bit).
 :func:`transformer_layer` is the single implementation used by every hand-built
 construction, every variant and the learned model. How its blocks are computed
 (the fast kernels or the reference attention, in place or not, on how many
@@ -105,15 +107,16 @@ def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, engine=Non
 
 
 def _write_order(own, keys, cross, reset):
-    """``(Zk1, block1, Zk2, block2)`` of a residual: an identity reset before the write, else the
+    """``(Zk1, block1, Zk2, block2)`` of a residual: a reset before the write, else the
     cross-attention first, as the layer's equation reads.
 
-    ``cross`` reads ``keys``, ``reset`` the tokens' ``own`` values. An identity reset is exact only
-    added first: ``(y - y) + r`` keeps a small new weight ``r`` that ``(y + r) - y`` rounds away.
-    Other self-attention blocks (softmax resets, learned blocks) are no exact reset, and keep the
-    equation's order.
+    ``cross`` reads ``keys``, ``reset`` the tokens' ``own`` values. A reset (identity or hardmax
+    self-attention, which subtracts the token's own values) is exact only added first:
+    ``(y - y) + r`` keeps a small new weight ``r`` that ``(y + r) - y`` rounds away, and
+    ``(c - c) + m`` is the mean ``m`` whatever the old center ``c``. Other self-attention blocks
+    (softmax resets, learned blocks) are no exact reset, and keep the equation's order.
     """
-    if reset.normalizer == "identity":
+    if reset.normalizer in ("identity", "hardmax"):
         return own, reset, keys, cross
     return keys, cross, own, reset
 

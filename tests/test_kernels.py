@@ -1,5 +1,7 @@
 """The fast kernels compute what the reference attention computes, for every model."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -527,3 +529,35 @@ def test_centers_equal_in_exact_arithmetic_are_computed_equal_and_their_tie_is_k
     np.testing.assert_array_equal(runs[0].centers, runs[1].centers)
     with pytest.warns(UserWarning, match="tie"):
         kmt_ref.lloyd_transformer(1, 3).run(X, C, 2, warn=True)
+
+
+@pytest.mark.filterwarnings("ignore:.*point self-attention")
+@pytest.mark.parametrize("build", [lambda: kmt_ref.lloyd_transformer(3, 5),
+                                   lambda: kmt_ref.lloyd_transformer(3, 5, config="paper"),
+                                   lambda: kmt_ref.lloyd_transformer(3, 5, config="all-attention"),
+                                   lambda: kmt_ref.dot_product_lloyd_transformer(3, 5)],
+                         ids=["validated", "paper", "all-attention", "Theorem 2.2"])
+def test_two_clusters_emptied_in_one_layer_get_the_same_center_in_both_engines(build):
+    # Both empty centers move to the mean of all the points: equal in exact arithmetic, so equal here (the
+    # reset is added before the write, and equal weights give equal rows), whatever their old positions.
+    # The next layer then sees their exact tie, as Lloyd's algorithm would, and warn=True names it.
+    model, warned = build(), 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        X = rng.uniform(-1, 1, (23, 3))
+        C = X[:5].copy()
+        C[0], C[4] = rng.uniform(5, 9, 3), -rng.uniform(5, 9, 3)
+        runs = []
+        for engine in (Engine(), REFERENCE):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                runs.append(model.run(X, C, 3, engine=engine, warn=True))
+            tie = [w for w in caught if "tie" in str(w.message)]
+            assert np.array_equal(runs[-1].centers[1, 0], runs[-1].centers[1, 4])
+            shared = np.isin(np.flatnonzero(runs[-1].assignments[1, :, 0] > 0),
+                             np.flatnonzero(runs[-1].assignments[1, :, 4] > 0)).any()
+            assert bool(tie) == bool(shared)
+            warned += bool(tie)
+        np.testing.assert_array_equal(runs[0].labels, runs[1].labels)
+        np.testing.assert_allclose(runs[0].centers, runs[1].centers, rtol=0, atol=1e-13)
+    assert warned  # some draw puts a point nearest to the shared mean

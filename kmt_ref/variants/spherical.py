@@ -74,6 +74,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from .._validation import check_batch, check_centers, check_data, check_problem, is_batch
+from ..attention import fixed_order_scores
 from ..layer import KMeansTransformer
 from ..lloyd_transformer import lloyd_transformer
 from ..tokens import TokenLayout
@@ -175,7 +176,8 @@ def _spherical_kmeans(Xh, C, n_iter):
     k = C.shape[0]
 
     def step(C, t):
-        lab = np.argmax(Xh @ C.T, axis=1)  # largest cosine, lowest index at ties
+        # largest cosine, lowest index at ties; summed in the order the transformer's hardmax ranks them
+        lab = np.argmax(fixed_order_scores("dot", Xh, C), axis=1)
         counts = np.bincount(lab, minlength=k)
         sums = np.zeros((k, Xh.shape[1]))
         np.add.at(sums, lab, Xh)
