@@ -66,6 +66,12 @@ var SLACK = 2;  // pixels of overflow that are rounding, not hidden content
         if (!seen.has(el.parentElement)) wide.push(describe(el) + " [right edge " + Math.round(box.right) + " > " + Math.round(right) + " px]");
       }
     });
+    // The page itself wider than the screen (a column pushed out by an unbreakable line scrolls the
+    // whole page sideways, which no element's edge against the column shows).
+    var page = document.documentElement.scrollWidth;
+    if (page > window.innerWidth + SLACK) {
+      wide.push("the page [" + page + " > " + window.innerWidth + " px wide]");
+    }
     // A word or number of a table cell broken across lines: its characters sit on more than one line.
     var broken = [];
     column.querySelectorAll("td, th").forEach(function (cell) {

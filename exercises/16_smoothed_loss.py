@@ -21,7 +21,7 @@ def smoothed_loss(X, centers, tau):
     X : ndarray, shape (n, d) or (B, n, d)
     centers : ndarray, shape (k, d) or (B, k, d)
     tau : float
-        Temperature, > 0 (the paper uses 0.1).
+        Temperature, > 0 (the authors' protocol uses 0.1).
 
     Returns
     -------

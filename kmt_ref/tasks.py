@@ -243,6 +243,8 @@ def initial_centers(X, k, init="first", rng=None):
 
 
 #: Data shipped with the package (its provenance: ``kmt_ref/data/README.md``).
+#:
+#: :meta hide-value:
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 _FIGURE3_FILE = os.path.join(DATA_DIR, "figure3.npy")
 

@@ -276,14 +276,14 @@ def test_train_runs_its_jobs_on_a_scheduler_given_by_address(tmp_path, capsys):
     assert [dict(r, checkpoint=os.path.join(str(tmp_path), r["checkpoint"])) for r in expected] == lines
 
 
-def test_the_readme_counts_the_jobs_the_commands_make():
-    text = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+def test_the_reproduction_page_counts_the_jobs_the_commands_make():
+    text = open(os.path.join(os.path.dirname(__file__), "..", "book", "reproduction.md")).read()
     seeds, tokens = range(10), ("d+k", "d")
     paper = runs.train_jobs("paper", seeds, tokens)
     figures = runs.train_jobs("paper", seeds, tokens, [o for o in experiments.figure_runs("paper") if o])
     cells = ps.cell_jobs(full=True)
     assert (len(paper), len(figures), len(cells)) == (20, 240, 10_000)
-    assert "the 20 models above" in text and "the 240 models of Figures 9 and 10" in text
+    assert "the 20 models of the learning results" in text and "the 240 models of Figures 9 and 10" in text
     assert "the sweep's 10,000 cells" in text
 
 

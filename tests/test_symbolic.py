@@ -138,3 +138,18 @@ def test_every_change_of_a_variant_s_weights_that_changes_it_fails_a_lemma(name)
                     missed.append(f"{block_name}.{matrix}{list(index)}")
     assert not missed, f"changes of the layer no lemma detects: {missed}"
     assert caught >= 5
+
+
+def test_statements_are_typeset_for_the_book_and_stay_ascii_for_the_terminal():
+    from kmt_ref.symbolic import Identity, typeset
+
+    assert typeset("CAX's score s_12 of center 2 for point 1, plus ||x_1 - c_2||^2: the same") == (
+        r"CAX's score $s_{12}$ of center 2 for point 1, plus $\lVert x_{1} - c_{2}\rVert^2$: the same")
+    assert typeset("every assignment Y_t+1, any Y_t; SAC's write -c_j") == (
+        "every assignment $Y_{t+1}$, any $Y_{t}$; SAC's write $-c_{j}$")
+    assert typeset("at every gamma > 0, by Delta_b") == r"at every $\gamma > 0$, by $\Delta_b$"
+    assert typeset("the FFN's update of [c | e_1 | 0 | 1]") == r"the FFN's update of $[c \mid e_{1} \mid 0 \mid 1]$"
+    assert typeset("d = 2, k = 3") == "$d = 2$, $k = 3$"
+    assert typeset("the medoids of {0, 1, 2}") == "the medoids of {0, 1, 2}"  # no mathematics, no change
+    shown = Identity("a score s_12", 1, 1, "d = 2")._repr_markdown_()
+    assert "$s_{12}$" in shown and "($d = 2$)" in shown

@@ -65,7 +65,7 @@ class TaskPool:
 
         A chunk holds about :data:`TASK_CHUNK_ELEMENTS` attention weights
         (``per_task`` per task), so the passes over them stay in a core's
-        cache instead of memory: at the paper's 512 points the
+        cache instead of memory: at the authors' 512 points the
         self-attention's backward pass runs about twice as fast a task at a
         time as on the whole batch, with the same numbers (every operation is
         per task, so neither the chunks nor the threads change a bit).

@@ -55,6 +55,8 @@ OVERRIDABLE = ("n", "d", "k", "tau", "n_steps", "lr", "tied", "n_layers", "loss_
 PAPER_LEARNING = dict(lloyd_log_objective=5.25, learned_log_objective=5.0, d_only_log_objective=5.35)
 
 #: Committed results, shipped inside the package (``kmt_ref/results/learning``): read-only.
+#:
+#: :meta hide-value:
 RESULTS_DIR = os.path.join(COMMITTED_RESULTS, "learning")
 
 

@@ -249,7 +249,10 @@ def fraction_text(v, max_denominator=1000):
 
 
 def plot_attention_by_hand(weights, row_names, col_names):
-    """The attention weights of the four blocks of one layer, side by side, each entry written in its cell.
+    """The attention weights of the blocks of one layer, two to a row, each entry written in its cell.
+
+    Every cell has the same size, so a block's panel is as large as its matrix (the four blocks of a layer:
+    the point blocks CAX and SAX above, the center blocks CAC and SAC below).
 
     Parameters
     ----------
@@ -264,18 +267,24 @@ def plot_attention_by_hand(weights, row_names, col_names):
     """
     if not isinstance(weights, dict) or not weights:
         raise ValueError(f"weights must be a non-empty dict of block name -> matrix; got {type(weights).__name__}")
-    widths = [np.shape(W)[1] for W in weights.values()]
-    fig = Figure(figsize=(1.6 + 0.55 * sum(widths), 3.2), layout="constrained")
-    axes = fig.subplots(1, len(weights), width_ratios=widths)
-    for ax, (name, W) in zip(np.atleast_1d(axes), weights.items(), strict=True):
-        W = np.asarray(W, dtype=float)
-        ax.imshow(W, cmap="Blues", vmin=0.0, vmax=1.0, aspect="equal")
-        for (i, j), v in np.ndenumerate(W):
-            ax.text(j, i, fraction_text(v), ha="center", va="center", fontsize=8,
-                    color="white" if v > 0.6 else "black")
-        ax.set_xticks(range(W.shape[1]), col_names[name], fontsize=8)
-        ax.set_yticks(range(W.shape[0]), row_names[name], fontsize=8)
-        ax.set_title(name, fontsize=10)
+    mats = {name: np.asarray(W, dtype=float) for name, W in weights.items()}
+    names = list(mats)
+    rows = [names[i : i + 2] for i in range(0, len(names), 2)]
+    cell = 0.42  # inches
+    widths = [max(mats[r[c]].shape[1] if c < len(r) else 0 for r in rows) for c in range(2)]
+    heights = [max(mats[name].shape[0] for name in r) for r in rows]
+    fig = Figure(figsize=(cell * (sum(widths) + 3), cell * (sum(heights) + 2.2 * len(rows))), layout="constrained")
+    grid = fig.add_gridspec(len(rows), 2, width_ratios=widths, height_ratios=heights)
+    for i, r in enumerate(rows):
+        for j, name in enumerate(r):
+            W, ax = mats[name], fig.add_subplot(grid[i, j])
+            ax.imshow(W, cmap="Blues", vmin=0.0, vmax=1.0, aspect="equal")
+            for (a, b), v in np.ndenumerate(W):
+                ax.text(b, a, fraction_text(v), ha="center", va="center", fontsize=9,
+                        color="white" if v > 0.6 else "black")
+            ax.set_xticks(range(W.shape[1]), col_names[name], fontsize=9)
+            ax.set_yticks(range(W.shape[0]), row_names[name], fontsize=9)
+            ax.set_title(name, fontsize=10)
     return fig
 
 

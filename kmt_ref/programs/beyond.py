@@ -32,7 +32,7 @@ from . import runs
 __all__ = ["any_k", "multi_step", "chaos", "real_data", "real_data_starts", "ANY_K", "MULTI_STEP", "MULTI_STEP_EVERY",
            "PERTURBATIONS", "CHAOS_MODELS", "CHAOS_REAL_DATA"]
 
-#: Numbers of clusters of the any-k experiment (the models train at the paper's k = 10).
+#: Numbers of clusters of the any-k experiment (the models train at the authors' k = 10).
 ANY_K = (5, 10, 16, 25)
 #: Layer applications trained through in the multi-step experiment (loss on the last application).
 MULTI_STEP = (1, 2, 3)
