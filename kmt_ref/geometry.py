@@ -303,7 +303,8 @@ def closest_distinct_pair(X):
     Equal points are one point (a duplicate is at distance 0 from itself, and every construction treats
     equal tokens equally); among the distinct ones, the nearest neighbour of each by a k-d tree, O(n log n)
     time and O(n) memory (never the n x n distances). ``i < l`` are the first rows that hold the two points;
-    the squared distance is summed from their differences. Trusted helper: ``X`` already validated.
+    the squared distance is summed from their differences (0.0 where it underflows: the points still
+    differ). Trusted helper: ``X`` already validated.
 
     Parameters
     ----------
@@ -316,11 +317,15 @@ def closest_distinct_pair(X):
     distinct, first = np.unique(X, axis=0, return_index=True)
     if len(distinct) < 2:
         return None
-    _, neighbour = cKDTree(distinct).query(distinct, k=2)
-    diff = distinct - distinct[neighbour[:, 1]]
+    _, found = cKDTree(distinct).query(distinct, k=2)
+    # Each point's nearest other point: the tree lists the point itself first, unless their distance
+    # underflows to 0 and it lists the other one first.
+    own = np.arange(len(distinct))
+    neighbour = np.where(found[:, 0] == own, found[:, 1], found[:, 0])
+    diff = distinct - distinct[neighbour]
     sq = np.einsum("ij,ij->i", diff, diff)
     a = int(np.argmin(sq))
-    i, l = sorted((int(first[a]), int(first[neighbour[a, 1]])))
+    i, l = sorted((int(first[a]), int(first[neighbour[a]])))
     return i, l, float(sq[a])
 
 

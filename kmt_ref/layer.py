@@ -95,6 +95,7 @@ def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, engine=Non
     -------
     P, Q : ndarrays of the same shapes
     """
+    overwrite = check_bool(overwrite, "overwrite")
     engine = Engine() if engine is None else engine
     # Both point blocks read the OLD P; both center blocks read the NEW P.
     P = engine.residual(P, P, *_write_order(P, Q, blocks["CAX"], blocks["SAX"]), rng, overwrite)
@@ -304,6 +305,8 @@ class KMeansTransformer:
         n_layers = check_n_steps(n_layers, "n_layers")
         if self.needs_rng:
             check_rng(rng, "rng", " (this model is random)")
+        elif rng is not None:  # a seed or any other value would be ignored silently
+            check_rng(rng, "rng", " or None")
         reembed = check_bool(reembed, "reembed")
         warn = check_bool(warn, "warn")
         keep = check_bool(keep_assignments, "keep_assignments")

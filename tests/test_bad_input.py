@@ -271,3 +271,23 @@ def test_the_last_unchecked_doors_refuse_bad_input_with_a_value_error():
     for field, value in (("tolerance", 1e-3), ("objective_points", "X"), ("change", 3), ("parameter", "")):
         with pytest.raises(ValueError, match=field):
             Variant(**dict(good, **{field: value}, **({"values": (1.0,)} if field == "parameter" else {})))
+
+
+def test_a_seed_for_rng_a_string_for_a_flag_and_a_runaway_layer_count_are_refused_by_name():
+    from kmt_ref.layer import transformer_layer
+    from kmt_ref.learning import ModelConfig, forward, init_params
+    from kmt_ref.learning.config import TrainConfig
+
+    X = np.random.default_rng(0).random((10, 2))
+    model = kmt_ref.lloyd_transformer(2, 3)
+    with pytest.raises(ValueError, match="rng must be a numpy.random.Generator or None; got rng=5"):
+        model.run(X, X[:3], 1, rng=5)  # a seed would be ignored: the model draws nothing
+    P, Q = model._embed(X, X[:3])
+    with pytest.raises(ValueError, match="overwrite"):
+        transformer_layer(P, Q, model.blocks, overwrite="yes")
+    config = ModelConfig(2, 3)
+    with pytest.raises(ValueError, match="every_step"):
+        forward(init_params(config, np.random.default_rng(0)), X[None], X[None, :3], config, every_step="yes")
+    with pytest.raises(ValueError, match="n_layers"):
+        TrainConfig(n_layers=10**6)
+    assert TrainConfig(n_layers=3).n_layers == 3

@@ -183,3 +183,14 @@ def test_iterate_objectives_is_the_objective_of_each_iterate_for_a_task_and_a_ba
         assert one.shape == (5,)
         assert np.array_equal(one, [kmeans_objective(X[b], C[t, b]) for t in range(5)])
         assert np.array_equal(one, batch[:, b])
+
+
+def test_the_closest_distinct_pair_is_two_points_even_when_their_distance_underflows():
+    from kmt_ref.geometry import closest_distinct_pair
+
+    # 1e-200 apart: the squared distance is 0.0 in float64, yet the points differ; the tree may then list
+    # the other point before the point itself.
+    for X in ([[0.0], [1e-200], [5.0]], [[1e-200], [0.0], [5.0]], [[0.0, 0.0], [1e-170, 0.0], [5.0, 1.0]]):
+        assert closest_distinct_pair(np.array(X)) == (0, 1, 0.0)
+    assert closest_distinct_pair(np.array([[0.0, 0.0], [1.0, 0.0], [5.0, 1.0], [0.0, 0.0]])) == (0, 1, 1.0)
+    assert closest_distinct_pair(np.array([[2.0], [2.0]])) is None

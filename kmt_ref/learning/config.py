@@ -8,10 +8,12 @@ from .._validation import check_bool, check_choice, check_fraction, check_int, c
 from ..tasks import check_family
 from .model import ModelConfig
 
-__all__ = ["TrainConfig", "LOSS_ON", "PRECISIONS", "MAX_STEP_BYTES", "MAX_PERTURB"]
+__all__ = ["TrainConfig", "LOSS_ON", "PRECISIONS", "MAX_STEP_BYTES", "MAX_PERTURB", "MAX_TRAIN_LAYERS"]
 
 #: The largest ``perturb`` of :class:`TrainConfig`: its factor ``1 + p 2^-52`` stays within ``2^-32`` of 1.
 MAX_PERTURB = 2**20
+#: The most re-embedded applications a training step may run through (the experiments use up to 3).
+MAX_TRAIN_LAYERS = 100
 
 #: Which applications' centers the multi-step loss looks at.
 LOSS_ON = ("last", "every")
@@ -103,6 +105,8 @@ class TrainConfig:
 
         for name in ("d", "k", "n", "n_layers", "batch", "n_steps", "eval_every", "val_tasks"):
             store(name, check_int(getattr(self, name), name, low=1))
+        # each re-embedded application costs a full step: more than MAX_TRAIN_LAYERS is a typo, not a run
+        store("n_layers", check_int(self.n_layers, "n_layers", low=1, high=MAX_TRAIN_LAYERS))
         check_k(self.k, self.n)
         store("perturb", check_int(self.perturb, "perturb", low=0, high=MAX_PERTURB))
         for name in ("patience", "seed"):

@@ -325,6 +325,7 @@ def forward(theta, X, init, config, engine=None, n_layers=1, every_step=False):
     """
     X = check_batch(X, init)
     n_layers = check_int(n_layers, "n_layers", low=1)
+    every_step = check_bool(every_step, "every_step")
     dtype = float_type(theta)
     X, init = X.astype(dtype, copy=False), np.asarray(init).astype(dtype, copy=False)
     layout, blocks = config.layout, blocks_from_params(theta, config)
