@@ -43,7 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-__all__ = ["Identity", "SymbolicCheckError", "typeset", "exact", "symbolic_tokens", "block_scores", "block_values",
+from ._validation import check_instance, check_int
+from .layer import KMeansTransformer
+
+__all__ = ["Identity", "SymbolicCheckError", "typeset", "MAX_POINTS", "exact", "symbolic_tokens", "block_scores",
+           "block_values",
            "cax_score_feedback", "cac_feedback", "ffn_feedback", "cax_lemma", "variant_lemmas", "sax_lemma",
            "center_lemmas", "layer_lemma", "ffn_lemma", "prove"]
 
@@ -92,6 +96,18 @@ _GREEK = {"gamma": "\\gamma", "beta": "\\beta", "tau": "\\tau", "delta": "\\delt
 def _subscripts(text):
     """``s_12`` -> ``s_{12}``, ``Y_t+1`` -> ``Y_{t+1}`` inside a formula."""
     return re.sub(r"\b([A-Za-z])_(\w+(?:\+1)?)", lambda m: f"{m.group(1)}_{{{m.group(2)}}}", text)
+
+
+#: The most symbolic points a lemma takes: it proves every assignment pattern (k^n of them), and SymPy's
+#: simplification grows fast with n.
+MAX_POINTS = 6
+
+
+def _checked(model, n=None, low=1):
+    """``n`` validated (None: not asked; at least ``low``, the points a statement names), once ``model`` is a
+    model: the lemmas' one check of their inputs."""
+    check_instance(model, "model", KMeansTransformer)
+    return None if n is None else check_int(n, "n", low=low, high=MAX_POINTS)
 
 
 def typeset(text):
@@ -209,6 +225,7 @@ def _write(layout, rows, name, block):
 
 def cax_lemma(model, n=2):
     """CAX's score is ``-||x_i - c_j||^2`` plus a term constant in ``j``; its value on center ``j`` is ``e_j``."""
+    n = _checked(model, n)
     layout, block = model.layout, model.blocks["CAX"]
     P, Q, X, _, C = symbolic_tokens(layout, n)
     S = block_scores(block, P, Q)
@@ -226,6 +243,7 @@ def cax_lemma(model, n=2):
 def sax_lemma(model, n=3):
     """SAX's value on point ``l`` is ``-y_l``; an attention SAX's score is ``-||x_i - x_l||^2`` plus a term
     constant in ``l``."""
+    n = _checked(model, n, low=2)
     layout, block = model.layout, model.blocks["SAX"]
     P, _, X, Y, _ = symbolic_tokens(layout, n)
     _require(block_values(block, P) + _write(layout, n, "y", Y),
@@ -337,6 +355,7 @@ def _means(X, labels, k):
 
 def center_lemmas(model, n=3):
     """For every one-hot assignment of ``n`` points, CAC writes each cluster's mean and SAC writes ``-c_j``."""
+    n = _checked(model, n)
     layout = model.layout
     for labels in itertools.product(range(layout.k), repeat=n):
         P, Q, X, _, C = symbolic_tokens(layout, n, labels)
@@ -359,6 +378,7 @@ def layer_lemma(model, n=3):
     CAX's output is the value of the center each point is assigned to, SAX's the value of the point itself
     (the arg-max sets the score lemmas prove); CAC and SAC are computed; the FFN, if any, is applied.
     """
+    n = _checked(model, n)
     layout = model.layout
     for labels in itertools.product(range(layout.k), repeat=n):
         new_P, new_Q, expected_P, expected_Q = _one_layer(model, labels)
@@ -399,6 +419,9 @@ def _ffn(ffn, Q):
 def ffn_lemma(model):
     """Theorem 2.2's FFN writes ``||c||^2`` into the norm slot of a center token ``[c | e | 0 | 1]``, and nothing
     else: ``relu(t)^2 + relu(-t)^2 = t^2``."""
+    _checked(model)
+    if model.ffn is None or "sqnorm" not in model.layout.slices:
+        raise ValueError(f"ffn_lemma needs a Theorem 2.2 model (an FFN and a norm slot); got {model.name!r}")
     layout = model.layout
     C = sp.Matrix(1, layout.d, lambda _, a: sp.Symbol(f"c_{a + 1}", real=True))
     Q = _tokens(layout, C, sp.eye(layout.k)[:1, :]) - _write(layout, 1, "sqnorm", sp.Matrix([[sum(v**2 for v in C)]]))
@@ -422,6 +445,7 @@ def variant_lemmas(model, n=3):
     ``-(G ||e_j - y_i||^2 + eps ||c_j - x_i||^2)`` with positive ``G, eps`` and no other term (the CAC
     variants: trimmed, robust, entmax, k-medoids), ``G`` and ``eps`` the squares of the weights' scales.
     """
+    n = _checked(model, n, low=2)
     layout, blocks = model.layout, model.blocks
     P, Q, X, Y, C = symbolic_tokens(layout, n)
     proved = []
@@ -481,6 +505,7 @@ def prove(model, n=3):
     ``model``: a Theorem 2.1 or 2.2 construction at ``gamma = inf`` (every configuration). Raises
     :class:`SymbolicCheckError` naming the first lemma that fails and its residual.
     """
+    n = _checked(model, n, low=2)
     proved = [cax_lemma(model, min(n, 2)), sax_lemma(model, n), center_lemmas(model, n), layer_lemma(model, n)]
     if model.ffn is not None:
         proved.append(ffn_lemma(model))

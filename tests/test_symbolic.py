@@ -153,3 +153,18 @@ def test_statements_are_typeset_for_the_book_and_stay_ascii_for_the_terminal():
     assert typeset("the medoids of {0, 1, 2}") == "the medoids of {0, 1, 2}"  # no mathematics, no change
     shown = Identity("a score s_12", 1, 1, "d = 2")._repr_markdown_()
     assert "$s_{12}$" in shown and "($d = 2$)" in shown
+
+
+def test_the_lemmas_refuse_a_non_model_and_a_size_out_of_range_by_name():
+    from kmt_ref import symbolic
+
+    model = kmt_ref.lloyd_transformer(2, 3, config="paper")
+    for bad, message in ((0, r"n must be an integer in \[2, 6\]; got n=0"), (True, "n must be an integer; got n=True"),
+                         (10**6, r"in \[2, 6\]; got n=1000000")):
+        with pytest.raises(ValueError, match=message):
+            symbolic.prove(model, bad)
+    with pytest.raises(ValueError, match="model must be a KMeansTransformer; got model=None"):
+        symbolic.layer_lemma(None)
+    with pytest.raises(ValueError, match="ffn_lemma needs a Theorem 2.2 model"):
+        symbolic.ffn_lemma(model)
+    assert symbolic.center_lemmas(model, 1) is not None  # one point is a statement too
