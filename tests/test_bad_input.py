@@ -227,7 +227,7 @@ def test_command_line_user_errors_are_messages_not_tracebacks(argv, match, capsy
 
 
 def test_the_last_unchecked_doors_refuse_bad_input_with_a_value_error():
-    # issue 50, item 4: each of these gave an answer, a nan or another exception before
+    # each of these once gave an answer, a nan or another exception
     import kmt_ref
     from kmt_ref.attention import Normalizer
     from kmt_ref.geometry import exact_nearest, nearest_center
