@@ -98,7 +98,7 @@ def _subscripts(text):
     return re.sub(r"\b([A-Za-z])_(\w+(?:\+1)?)", lambda m: f"{m.group(1)}_{{{m.group(2)}}}", text)
 
 
-#: The most symbolic points a lemma takes: it proves every assignment pattern (k^n of them), and SymPy's
+#: The most symbolic points a lemma takes. It proves every assignment pattern (k^n of them), and SymPy's
 #: simplification grows fast with n.
 MAX_POINTS = 6
 
