@@ -82,7 +82,7 @@ import numpy as np
 from ._validation import check_centers, check_choice, check_data, check_dims, check_positive
 from .attention import Block
 from .certificate import exactness_certificate
-from .geometry import closest_distinct_pair, nearest_center
+from .geometry import center_distances, closest_distinct_pair, nearest_center
 from .layer import KMeansTransformer
 from .tokens import TokenLayout
 
@@ -217,10 +217,12 @@ def finite_gamma_assumption(mechanisms, gamma):
     :data:`LEAK_TOL` of their weight to tokens that are not theirs (an id
     score's gap is 2 for Euclidean attention, 1 for dot-product attention;
     SAX's is the squared distance of the two closest distinct points); and
-    the exactness certificate (:func:`~kmt_ref.certificate.exactness_certificate`,
-    one layer from the layer's own centers) must keep the layer within
-    :data:`CENTER_TOL` of the data's spread of Lloyd's step: else ``gamma``
-    is below what :func:`~kmt_ref.certificate.min_gamma` says the data need.
+    one layer from the layer's own centers must stay within :data:`CENTER_TOL`
+    of the data's spread of Lloyd's step. A linear CAC is bounded by the
+    exactness certificate (:func:`~kmt_ref.certificate.exactness_certificate`;
+    when it warns, ``gamma`` is below what :func:`~kmt_ref.certificate.min_gamma`
+    says the data need); a softmax CAC weighs the soft assignments CAX leaves
+    otherwise, so its step is computed from those assignments and compared.
 
     Parameters
     ----------
@@ -252,6 +254,8 @@ def finite_gamma_assumption(mechanisms, gamma):
             return (f"the softmax SAX gives point {i} weight up to {np.exp(-gamma * sq):.3g} on point {l} (squared "
                     f"distance {sq:.3g}; gamma = {gamma:g} is too small to tell them apart)")
         spread = float(np.max(np.ptp(X, axis=0)))
+        if mechanisms["CAC"][1] == "attention":
+            return _softmax_center_update(X, C, gamma, mechanisms["CAC"][0], CENTER_TOL * spread)
         bound = float(exactness_certificate(X, C, 1, gamma).bound[1])
         if bound > CENTER_TOL * spread:
             return (f"gamma = {gamma:g} is below what the exactness certificate needs for one layer from these "
@@ -260,6 +264,39 @@ def finite_gamma_assumption(mechanisms, gamma):
         return None
 
     return assumption
+
+
+def _softmax_center_update(X, C, gamma, score, tol):
+    """What a softmax CAC does to one layer from ``C``, against Lloyd's step; None within ``tol``, else a message.
+
+    The exactness certificate bounds the linear CAC, which weighs every point by its soft assignment ``y_ij``;
+    the softmax CAC weighs it by ``exp(gamma s(y_i, e_j))`` instead (``s = -||y_i - e_j||^2`` Euclidean,
+    ``y_ij`` dot), which a slightly soft member loses fast: ``y_i = (0.005, 0.995)`` costs a factor
+    ``exp(-gamma / 2e4)``, 0.6 at ``gamma = 1e4``. So the layer's center update is computed as exact
+    arithmetic would (CAX's softmax of distances, then the CAC's weights; the resets taken as exact, their
+    leaks are checked apart) and compared with the means of Lloyd's clusters (empty ones are not compared).
+    """
+    D = center_distances(X, C)
+    Y = np.exp(-gamma * (D - D.min(axis=1, keepdims=True)))
+    Y /= Y.sum(axis=1, keepdims=True)
+    S = 2.0 * Y - np.sum(Y * Y, axis=1, keepdims=True) - 1.0 if score == "euclidean" else Y
+    W = np.exp(gamma * (S - S.max(axis=0)))
+    W /= W.sum(axis=0)
+    labels = nearest_center(X, C)
+    counts = np.bincount(labels, minlength=C.shape[0])
+    means = np.zeros_like(C)
+    np.add.at(means, labels, X)
+    full = counts > 0
+    moved = np.linalg.norm(W.T @ X - means / np.maximum(counts, 1)[:, None], axis=1)
+    moved[~full] = 0.0
+    j = int(np.argmax(moved))
+    if moved[j] <= tol:
+        return None
+    members = np.flatnonzero(labels == j)
+    i = int(members[np.argmin(W[members, j])])
+    return (f"the softmax CAC ({score} id scores) moves center {j} by {moved[j]:.3g} from Lloyd's step: it weighs "
+            f"point {i}, assigned {Y[i, j]:.3g} to its center, {W[i, j] * counts[j]:.3g} times a member's due "
+            f"(gamma = {gamma:g} is too small for these soft assignments)")
 
 
 def lloyd_transformer(d, k, gamma=np.inf, config="validated"):

@@ -351,3 +351,25 @@ def test_a_finite_gamma_below_what_the_data_need_is_said_before_the_run_that_fai
     assert any("before layer 1, gamma = 10 is below what the exactness certificate" in str(w.message) for w in said)
     assert kmt_ref.exactness_certificate(close, close[[0, 2]], 1, 10.0).bound[1] > 1e-3 * 2.1
     assert kmt_ref.min_gamma(close, close[[0, 2]], 1, 1e-3 * 2.1) > 10.0
+
+
+@pytest.mark.parametrize("build", [lloyd_transformer, dot_product_lloyd_transformer])
+def test_the_softmax_center_update_of_all_attention_is_checked_on_the_soft_assignments_it_reads(build):
+    import warnings
+
+    # Point 5 is assigned 0.995 to center 1 at gamma = 1e4: the linear CAC weighs it 0.995 (certified, silent);
+    # the all-attention softmax CAC weighs it exp(-gamma ||y - e_1||^2) = exp(-0.5) of a member's due.
+    gamma = 1e4
+    X = np.array([[0.0], [0.1], [-0.1], [1.0], [1.1], [0.5 + np.log(199) / (2 * gamma)]])
+    init = np.array([[0.0], [1.0]])
+    truth = lloyd(X, init, 2).centers
+    with pytest.warns(UserWarning, match=r"before layer 1, the softmax CAC \((euclidean|dot) id scores\) moves "
+                                         r"center 1 by 0\.(0553|183) from Lloyd's step: it weighs point 5, assigned 0\.995"):
+        run = build(1, 2, gamma, config="all-attention").run(X, init, 2, warn=True)
+    assert np.max(np.abs(run.centers - truth)) > 0.05  # what it warns of
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the validated configuration's linear CAC: within the certificate
+        run = build(1, 2, gamma).run(X, init, 2, warn=True)
+        assert np.max(np.abs(run.centers - truth)) < 1e-3
+        # a gamma at which the soft member weighs as a member: nothing to say
+        build(1, 2, 1e6, config="all-attention").run(X, init, 2, warn=True)
