@@ -115,13 +115,17 @@ points placed within ulps of bisectors). Unlike Theorem 2.1's hardmax, which
 decides such near ties in exact arithmetic (as :func:`~kmt_ref.lloyd` does),
 this one cannot: its tokens carry ``||c_j||^2`` as the float the FFN wrote,
 and the exact decision depends on the bits that rounding lost. Recomputing
-the norm outside the layer would no longer run the construction.
+the norm outside the layer would no longer run the construction, so
+``run(warn=True)`` names such points instead, at every layer
+(:func:`nearest_beyond_rounding`).
 """
 
 import numpy as np
 
 from ._validation import check_dims, check_positive
+from .attention import fixed_order_scores
 from .feedforward import FeedForward
+from .geometry import _score_bound
 from .layer import KMeansTransformer
 from .lloyd_transformer import (
     assemble_blocks,
@@ -138,6 +142,7 @@ __all__ = [
     "dot_product_lloyd_transformer",
     "dot_product_weights",
     "dot_self_attention_resolution",
+    "nearest_beyond_rounding",
     "norm_writing_ffn",
     "parameter_counts",
 ]
@@ -252,8 +257,52 @@ def dot_product_lloyd_transformer(d, k, gamma=np.inf, config="validated"):
         name=f"Theorem 2.2 ({config}, gamma={gamma:g})",
         translation_invariant=True,  # each softmax is a Euclidean one (module docstring)
         resolution=dot_self_attention_resolution if blocks["SAX"].normalizer == "hardmax" else None,
-        assumption=unique_nearest if np.isinf(gamma) else finite_gamma_assumption(CONFIGS[config], gamma),
+        assumption=nearest_beyond_rounding if np.isinf(gamma) else finite_gamma_assumption(CONFIGS[config], gamma),
     )
+
+
+def nearest_beyond_rounding(X, C):
+    """What Theorem 2.2 at ``gamma = inf`` assumes, as ``assumption(X, C) -> str or None`` for
+    :class:`~kmt_ref.layer.KMeansTransformer` (``run(warn=True)`` checks it at every layer): no point is tied
+    (:func:`~kmt_ref.lloyd_transformer.unique_nearest`), and none is so near a tie that its dot-product CAX
+    may rank its centers otherwise than exact arithmetic.
+
+    CAX ranks ``2 x.c_j - s_j`` with ``s_j`` the ``||c_j||^2`` the FFN wrote, a float: each score rounds by
+    up to ``(d + 2) eps (|c|^2 + 2 |x| |c|)`` and ``s_j`` by as much again, so two centers whose squared
+    distances from ``x`` differ by less than twice the bound of
+    :func:`~kmt_ref.geometry.nearest_center`'s rounding may be ranked either way. Such a point is named:
+    the construction cannot decide it exactly, because the bits that would decide it were rounded away
+    when the norm was written (the module docstring says why recomputing it would not run the construction).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        The points as the run measures them (after its shift).
+    C : ndarray, shape (k, d)
+        A layer's input centers, in the same coordinates.
+
+    Returns
+    -------
+    str or None
+    """
+    tied = unique_nearest(X, C)
+    if tied is not None or C.shape[0] < 2:
+        return tied
+    d, eps = X.shape[1], np.finfo(float).eps
+    norms = np.sqrt(np.sum(X * X, axis=1))
+    band = 2.0 * _score_bound(d, np.sqrt(np.max(np.sum(C * C, axis=1))), norms)
+    D = -fixed_order_scores("euclidean", X, C)  # direct form: each squared distance to (d + 2) eps of itself
+    order = np.argsort(D, axis=1, kind="stable")[:, :2]
+    first, second = np.take_along_axis(D, order, axis=1).T
+    near = np.flatnonzero(second - first <= band + 2.0 * (d + 2) * eps * (first + second))
+    if near.size == 0:
+        return None
+    i = int(near[0])
+    j, l = (int(c) for c in order[i])
+    return (f"point {i}'s squared distances to centers {j} and {l} differ by {second[i] - first[i]:.3g}, within "
+            f"{band[i]:.3g}, the rounding of the dot-product scores (the FFN writes ||c||^2 as a float), so CAX may "
+            f"give it to either ({near.size} point{'s' if near.size > 1 else ''} that near a tie: "
+            f"{', '.join(map(str, near[:10].tolist()))}{', ...' if near.size > 10 else ''})")
 
 
 def dot_self_attention_resolution(X):

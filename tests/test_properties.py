@@ -161,6 +161,50 @@ def test_theorem_2_2_decides_as_exact_arithmetic_outside_the_rounding_of_its_nor
             assert float(distances[labels[i]] - distances[exact[i]]) <= band, (i, labels[i], exact[i])
 
 
+@pytest.mark.filterwarnings("ignore:.*point self-attention")
+@SETTINGS
+@given(near_ties(), st.sampled_from(["validated", "all-attention"]), st.booleans(), st.booleans())
+def test_theorem_2_2_names_every_point_its_rounding_may_give_to_another_center(problem, config, far, reference):
+    # Within its band the dot-product CAX may part from exact arithmetic; run(warn=True) must then say so,
+    # at every layer, in both engines, also when a point far out keeps the run from shifting its data.
+    import warnings
+
+    from kmt_ref.engine import REFERENCE, Engine
+
+    X, C = problem
+    if far:
+        X = np.vstack([X, 3 * np.abs(X).max(axis=0) + 1])
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        run = dot_product_lloyd_transformer(X.shape[1], C.shape[0], config=config).run(
+            X, C, 3, warn=True, engine=REFERENCE if reference else Engine())
+    # (a tie, the band, or two points its dot-product SAX cannot tell apart)
+    warned = any(any(reason in str(w.message) for reason in ("rounding of the dot-product scores", "exactly as near",
+                                                             "point self-attention")) for w in said)
+    parted = any((run.labels[t] != _exact_labels(X, run.centers[t])).any() for t in range(3))
+    assert warned or not parted
+
+
+def test_theorem_2_2_names_the_points_of_a_cluster_its_rounding_covers():
+    # Far from the origin, with a point that keeps the run from shifting, the band covers a whole cluster:
+    # the point that is center 0 goes to center 1.
+    X = np.concatenate([1e6 + np.array([1, 2, 4, 5, 7, 9]) * 1e-4, [3e6]])[:, None]
+    init = X[[0, 1, 6]]
+    with pytest.warns(UserWarning, match=r"before layer 1, point 0's squared distances to centers 0 and 1 differ by "
+                                         r"1e-08, within 0\.0799, the rounding .* \(6 points that near a tie: "
+                                         r"0, 1, 2, 3, 4, 5\)"):
+        run = dot_product_lloyd_transformer(1, 3).run(X, init, 2, warn=True)
+    assert run.labels[0, 0] == 1 != lloyd(X, init, 2).labels[0, 0]  # what it warns of
+    # without the far point the run measures the cluster from its median, far outside the band: nothing to
+    # say, and Lloyd's labels
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run = dot_product_lloyd_transformer(1, 3).run(X[:6], X[[0, 1, 5]], 2, warn=True)
+    np.testing.assert_array_equal(run.labels, lloyd(X[:6], X[[0, 1, 5]], 2).labels)
+
+
 def test_the_reviewed_near_tie_is_decided_exactly():
     X = np.array([[2], [1.999999999], [1.000000001], [1], [1.000000001]])
     C = np.array([[2], [1], [1.000000001]])
