@@ -238,7 +238,7 @@ class KMeansTransformer:
         extra = "" if self.norm is None else f", norm={self.norm!r}"
         return f"KMeansTransformer({self.name!r}, {self.layout}, {parts}{extra})"
 
-    def run(self, X, init, n_layers, rng=None, reembed=False, warn=False, keep_assignments=True,
+    def run(self, X, init, n_layers, rng=None, reembed=False, warn="ties", keep_assignments=True,
             diverged="raise", engine=None):
         """Embed ``X`` and ``init``, apply ``n_layers`` layers, read out centers.
 
@@ -256,12 +256,25 @@ class KMeansTransformer:
             (assignment block reset to 0, ids to ``I_k``), carrying only the
             d-dimensional centers. The hand-built constructions keep that
             invariant themselves; the learned model needs it.
-        warn : bool
-            Warn (``UserWarning``) when, after the last layer, more than 10%
-            of the points (of some task) have split assignments
-            (:meth:`~kmt_ref.trajectory.Trajectory.split_fraction`): at finite
-            ``gamma`` that means ``gamma`` is too small for the data's scale
-            (:func:`kmt_ref.min_gamma` says how large it must be).
+        warn : {"ties", True, False}
+            Which checks warn (``UserWarning``) where the run may part from
+            its classical algorithm. Every run checks, before the first layer,
+            the two closest distinct points against the model's
+            ``resolution``. ``"ties"`` (default) adds the check that costs
+            nothing beside the layer: with a hardmax CAX, a point whose
+            largest assignment weight is shared after some layer (its scores
+            tied, so the hardmax shares it where the classical algorithm
+            gives it to the lowest index), named at the first such layer.
+            ``True`` adds the checks that cost about a layer each: the model's
+            ``assumption`` before every layer (exact ties and, for Theorem
+            2.2, near ties within its rounding; at finite ``gamma``, the
+            softmax blocks' leaks and one layer's distance from Lloyd's step),
+            and, after the last layer, more than 10% of the points (of some
+            task) with split assignments
+            (:meth:`~kmt_ref.trajectory.Trajectory.split_fraction`: at finite
+            ``gamma``, too small a ``gamma`` for the data's scale;
+            :func:`kmt_ref.min_gamma` says how large it must be). ``False``:
+            only the resolution check.
         keep_assignments : bool
             Keep every layer's assignment block (``False``: ``assignments`` is
             ``None``, and the run holds one layer's tokens only). They take
@@ -308,7 +321,13 @@ class KMeansTransformer:
         elif rng is not None:  # a seed or any other value would be ignored silently
             check_rng(rng, "rng", " or None")
         reembed = check_bool(reembed, "reembed")
-        warn = check_bool(warn, "warn")
+        if not (isinstance(warn, str) and warn == "ties"):
+            try:
+                warn = check_bool(warn, "warn")
+            except ValueError:
+                raise ValueError(f"warn must be 'ties', True or False; got warn={warn!r}") from None
+        ties = warn is not False and self.blocks["CAX"].normalizer == "hardmax" and "y" in self.layout.slices
+        warn = warn is True
         keep = check_bool(keep_assignments, "keep_assignments")
         kept = 8 * n_layers * int(np.prod(X.shape[:-1], dtype=np.int64)) * self.k
         if keep and "y" in self.layout.slices and kept > MAX_KEPT_BYTES:
@@ -332,14 +351,21 @@ class KMeansTransformer:
         _check_resolution(self, X, origin)
         # What the first layer assumes is said before any work (a run that fails on its way gets it too).
         told = warn and n_layers > 0 and self.assumption is not None and self._check_assumption(X, (C - origin)[None])
-        moved, last = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged, engine)
+        moved, last, tie = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged, engine, ties)
         traj = moved
         if self.translation_invariant:
             centers = moved.centers + origin
             centers[0] = C
             traj = Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
         if warn and self.assumption is not None and not told:
-            self._check_assumption(X, moved.centers[1:-1], first=1)
+            told = self._check_assumption(X, moved.centers[1:-1], first=1)
+        if tie is not None and not told:
+            t, task, i, count, shared = tie
+            where = f" in task {task}" if batch else ""
+            warnings.warn(f"{self.name}: layer {t + 1}{where} shares point {i} between centers "
+                          f"{', '.join(map(str, shared))} (their scores tie; {count} point{'s' if count > 1 else ''} "
+                          f"shared at that layer), where the classical algorithm gives it to center {shared[0]}; the "
+                          "transformer need not equal its classical algorithm from there on", stacklevel=2)
         split = None
         if warn and last is not None:
             split = Trajectory(traj.centers[-2:], traj.labels[-1:], last[None]).split_fraction()
@@ -372,7 +398,7 @@ class KMeansTransformer:
             P, Q = self.norm(P), self.norm(Q)
         return P, Q
 
-    def _run_tasks(self, X, C, n_layers, rng, reembed, keep, diverged, engine):
+    def _run_tasks(self, X, C, n_layers, rng, reembed, keep, diverged, engine, ties):
         """:meth:`_run`, a batch's tasks split over the engine's threads.
 
         Every task's numbers are those of running it alone, so the split
@@ -380,34 +406,48 @@ class KMeansTransformer:
         the batch order).
         """
         if X.ndim == 2 or self.needs_rng:
-            return self._run(X, C, n_layers, rng, reembed, keep, diverged, engine)
-        parts = engine.map_tasks(lambda s: self._run(X[s], C[s], n_layers, rng, reembed, keep, diverged, engine),
-                                 X.shape[0])
+            return self._run(X, C, n_layers, rng, reembed, keep, diverged, engine, ties)
+
+        def part(s):
+            traj, last, tie = self._run(X[s], C[s], n_layers, rng, reembed, keep, diverged, engine, ties)
+            return traj, last, None if tie is None else (tie[0], tie[1] + s.start, *tie[2:])
+
+        parts = engine.map_tasks(part, X.shape[0])
         if len(parts) == 1:
             return parts[0]
-        trajs = [traj for traj, _ in parts]
+        trajs = [traj for traj, _, _ in parts]
         joined = {name: None if getattr(trajs[0], name) is None
                   else np.concatenate([getattr(t, name) for t in trajs], axis=1)
                   for name in ("centers", "labels", "assignments")}
-        last = None if parts[0][1] is None else np.concatenate([last for _, last in parts], axis=0)
-        return Trajectory(**joined), last
+        last = None if parts[0][1] is None else np.concatenate([last for _, last, _ in parts], axis=0)
+        ties = [tie for _, _, tie in parts if tie is not None]
+        return Trajectory(**joined), last, min(ties, key=lambda tie: tie[:2]) if ties else None
 
-    def _run(self, X, C, n_layers, rng, reembed, keep, diverged, engine):
-        """Trusted kernel of :meth:`run`: the trajectory, and the last layer's assignment block."""
+    def _run(self, X, C, n_layers, rng, reembed, keep, diverged, engine, ties=False):
+        """Trusted kernel of :meth:`run`: the trajectory, the last layer's assignment block, and with ``ties``
+        the first layer's first shared point, ``(layer, task, point, points shared, centers)`` or None."""
         layout = self.layout
         has_y = "y" in layout.slices
         P, Q = self._embed(X, C)
-        first_bad = None
+        first_bad = first_tie = None
 
         def layer(C, t):
-            nonlocal P, Q, first_bad
+            nonlocal P, Q, first_bad, first_tie
             if reembed and t > 0:
                 P, Q = self._embed(X, C)
             P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng, engine=engine, overwrite=True)
             if not has_y:
                 return layout.read(Q, "x"), _nearest_of_finite(X, C)
             Y = layout.read(P, "y")
-            labels, finite = _labels(Y)
+            if not ties or first_tie is not None:
+                labels, finite = _labels(Y)
+            else:
+                labels, finite, tied = _labels(Y, ties=True)
+                if tied.any():
+                    where = np.unravel_index(int(np.argmax(tied)), tied.shape)  # the first task's first point
+                    row = Y[where]
+                    first_tie = (t, int(where[0]) if X.ndim == 3 else 0, int(where[-1]),
+                                 int(np.count_nonzero(tied[where[:-1]])), np.flatnonzero(row == row.max()).tolist())
             if first_bad is None and not finite:
                 first_bad = t
             return layout.read(Q, "x"), labels, Y
@@ -428,4 +468,4 @@ class KMeansTransformer:
                     f"{self.name}: non-finite assignments appeared (first at layer {first_bad}); "
                     "the scores overflowed - lower gamma or rescale X"
                 )
-        return traj, last
+        return traj, last, first_tie

@@ -50,13 +50,16 @@ def _nearest_of_finite(X, C):
     return labels
 
 
-def _labels(Y):
-    """The arg-max of every row of an assignment block ``Y`` (..., n, k) and whether all of it is finite.
+def _labels(Y, ties=False):
+    """The arg-max of every row of an assignment block ``Y`` (..., n, k) and whether all of it is finite;
+    with ``ties``, also whether each row's largest entry is there more than once (..., n).
 
     A cache-sized chunk of rows at a time: NumPy's arg-max of a block of wider tokens is several times
-    slower in one call; up to ``FEW_KEYS`` centers, a chunk transposed for ``max_members``.
+    slower in one call; up to ``FEW_KEYS`` centers, a chunk transposed for ``max_members``, which counts
+    the largest entries anyway.
     """
     labels = np.empty(Y.shape[:-1], dtype=np.intp)
+    tied = np.zeros(Y.shape[:-1], dtype=bool) if ties else None
     finite = True
     rows = max(1, ASSIGN_ELEMENTS // Y.shape[-1])
     for a in range(0, Y.shape[-2], rows):
@@ -64,15 +67,19 @@ def _labels(Y):
         if Y.shape[-1] > FEW_KEYS:
             labels[..., a : a + rows] = np.argmax(part, axis=-1)
             finite = finite and bool(np.isfinite(part).all())
+            if ties:
+                tied[..., a : a + rows] = np.count_nonzero(part == np.max(part, axis=-1, keepdims=True), axis=-1) > 1
             continue
         t = np.ascontiguousarray(np.swapaxes(part, -1, -2))  # one center per row
         finite = finite and bool(np.isfinite(np.min(t)) and np.isfinite(np.max(t)))
         first, count = max_members(t)
         labels[..., a : a + rows] = first
+        if ties:
+            tied[..., a : a + rows] = count > 1
         if not finite:  # a row with a nan: its first nan, as np.argmax says
             nan = count == 0
             labels[..., a : a + rows][nan] = np.argmax(part[nan], axis=-1)
-    return labels, finite
+    return (labels, finite, tied) if ties else (labels, finite)
 
 
 def _check_resolution(model, X, origin=0.0):

@@ -355,6 +355,42 @@ def test_at_gamma_inf_a_tie_is_warned_about_where_the_run_leaves_lloyd(build):
     np.testing.assert_allclose(run.centers, lloyd(Z, Z[:3], 5).centers, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("build", [lloyd_transformer, dot_product_lloyd_transformer])
+def test_by_default_a_run_names_the_first_point_its_hardmax_shares(build):
+    import warnings
+
+    from kmt_ref.engine import REFERENCE, Engine
+
+    g = np.array([[0, 0, 0], [2, 0, 0], [1, 0, 0], [1, 1, 0], [0, 2, 0], [2, 2, 0]], dtype=float)
+    X = np.vstack([g, g + 5])
+    init = X[[0, 1, 4]]
+
+    def said(warn, X=X, init=init, engine=None):
+        with warnings.catch_warnings(record=True) as out:
+            warnings.simplefilter("always")
+            build(3, 3).run(X, init, 3, engine=engine, **({} if warn is None else dict(warn=warn)))
+        return [str(w.message) for w in out]
+
+    for engine in (Engine(), REFERENCE):  # the default is warn="ties": read off the layer's own output
+        (message,) = said(None, engine=engine)
+        assert ("layer 1 shares point 2 between centers 0, 1 (their scores tie; 6 points shared at that layer), "
+                "where the classical algorithm gives it to center 0") in message
+    assert said("ties") == said(None) and said(False) == []
+    assert len(said(True)) == 1 and "exactly as near" in said(True)[0]  # the assumption says it first
+    # a batch over two threads names the task, and the first layer's first tie over all tasks
+    XB, CB = np.stack([X + 0.25 * np.eye(3)[0], X, X]), np.stack([init + 0.5, init, init])
+    (message,) = said(None, X=XB, init=CB, engine=Engine(threads=2))
+    assert "layer 1 in task 1 shares point 2 between centers 0, 1" in message
+    for bad in ("yes", 1, None, "Ties"):
+        with pytest.raises(ValueError, match="warn must be 'ties', True or False"):
+            build(3, 3).run(X, init, 1, warn=bad)
+    # without a tie: nothing
+    Z, _, _ = gaussian_mixture(np.random.default_rng(0), n=200, d=3, k=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        build(3, 3).run(Z, Z[:3], 5)
+
+
 def test_the_cac_variants_assume_no_tie_as_well():
     import warnings
 

@@ -93,6 +93,26 @@ def test_every_construction_at_gamma_inf_equals_lloyd(problem, config, theorem):
     assert np.array_equal(X, X0) and np.array_equal(init, init0)
 
 
+@SETTINGS
+@given(problems(max_n=16), st.sampled_from(["validated", "all-attention", "paper"]), st.booleans())
+def test_a_theorem_2_1_run_that_parts_from_lloyd_says_so_by_default(problem, config, reference):
+    # Tie-heavy data included (grids, duplicates): with the default checks, no silent wrong answer.
+    import warnings
+
+    from kmt_ref.engine import REFERENCE, Engine
+
+    X, init = problem
+    ref = lloyd(X, init, 4)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        traj = lloyd_transformer(X.shape[1], init.shape[0], config=config).run(
+            X, init, 4, engine=REFERENCE if reference else Engine())
+    span = max(float(np.ptp(X)), 1e-300)
+    tol = 1e-12 * span + 4 * np.spacing(float(np.max(np.abs(X))))
+    parted = not np.array_equal(traj.labels, ref.labels) or np.max(np.abs(traj.centers - ref.centers)) > tol
+    assert not parted or any(issubclass(w.category, UserWarning) for w in said)
+
+
 @pytest.mark.parametrize("k", [1, 2, 5])
 def test_k_equal_n_and_k_one_are_fixed_points_or_means(k):
     X = np.random.default_rng(0).standard_normal((k, 2)) + 1e6
