@@ -51,6 +51,27 @@ def test_tied_layer_is_equivariant_to_relabelling_the_clusters_and_the_untied_is
         assert not np.allclose(out_perm, out[:, perm], atol=1e-6)
 
 
+def test_relabelled_agreement_is_rounding_for_a_tied_layer_and_order_one_for_an_untied_one():
+    from types import SimpleNamespace
+
+    from kmt_ref.programs.experiments import relabelled_agreement
+
+    X, init = sample_tasks(np.random.default_rng(2), 6, n=30, d=3, k=5)
+    out = {}
+    for tied in (True, False):
+        config = ModelConfig(3, 5, tied=tied)
+        run = SimpleNamespace(theta=init_params(config, np.random.default_rng(1)), config=SimpleNamespace(model=config))
+        out[tied] = relabelled_agreement(run, X, init, n_relabellings=4)
+        assert len(out[tied]["median"]) == 4 and out[tied]["worst"] >= max(out[tied]["median"])
+    assert out[True]["worst"] < 1e-12
+    assert min(out[False]["median"]) > 0.05
+    # the permutations come from the seed: the same seed, the same numbers
+    config = ModelConfig(3, 5)
+    run = SimpleNamespace(theta=init_params(config, np.random.default_rng(1)), config=SimpleNamespace(model=config))
+    assert relabelled_agreement(run, X, init, n_relabellings=4) == out[False]
+    assert relabelled_agreement(run, X, init, n_relabellings=4, seed=1) != out[False]
+
+
 @pytest.mark.parametrize("k_run", [2, 4, 7])
 def test_the_construction_is_a_tied_model_and_runs_lloyd_at_any_k(k_run):
     phi, config = params_from_transformer(lloyd_transformer(2, 4, gamma=40.0, config="all-attention"), tied=True)

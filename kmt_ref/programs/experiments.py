@@ -25,7 +25,7 @@ from ..learning.model import run_steps
 from ..learning.protocols import SCALES, checkpoint_path, committed_model, run_config
 from . import runs
 
-__all__ = ["precision", "figure_runs", "figures_whole", "committed_training_curves", "git_revision",
+__all__ = ["precision", "tied", "relabelled_agreement", "figure_runs", "figures_whole", "committed_training_curves", "git_revision",
            "reproduce_command"]
 
 #: The settings of the paper's training figures: ``{panel: [overrides, ...]}`` (both token layouts each).
@@ -130,6 +130,61 @@ def precision(scale="paper", results_dir=None, train_missing=True, progress=True
                          f"{out['float64']['seeds']}: compare the same seeds (--seeds)")
     status = dict(runs.status(models), partial=out["float64"]["partial"] or out["float32"]["partial"])
     return dict(**status, **out)
+
+
+#: Relabellings of the starts' ids in :func:`tied` (the same permutations for every model and seed).
+RELABELLINGS = 32
+
+
+def relabelled_agreement(run, X, init, n_relabellings=RELABELLINGS, seed=0):
+    """How far a trained layer's one step moves when the ids of its starts are permuted and the outputs
+    mapped back, relative to the step itself: per relabelling, the median over tasks of
+    ``||step(init[perm])[inverse] - step(init)|| / ||step(init) - init||`` (0 for a layer that acts alike
+    on every id, up to rounding). The permutations are drawn from ``numpy.random.default_rng(seed)``."""
+    theta, config = run.theta, run.config.model
+    step = run_steps(theta, X, init, config, 1)[1]
+    move = np.linalg.norm((step - init).reshape(len(X), -1), axis=1)
+    rng = np.random.default_rng(seed)
+    medians, worst = [], 0.0
+    for _ in range(n_relabellings):
+        perm = rng.permutation(init.shape[1])
+        back = np.empty_like(step)
+        back[:, perm] = run_steps(theta, X, init[:, perm], config, 1)[1]
+        ratio = np.linalg.norm((back - step).reshape(len(X), -1), axis=1) / move
+        medians.append(float(np.median(ratio)))
+        worst = max(worst, float(np.max(ratio)))
+    return dict(median=medians, worst=worst)
+
+
+def tied(scale="paper", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
+    """The id-equivariant (tied) layer beside the standard one, Lloyd's algorithm and tuned soft k-means on
+    the same held-out tasks of every seed it has, with both layers' relabelled self-agreement
+    (:func:`relabelled_agreement`)."""
+    from ..learning.protocols import soft_kmeans_headline
+
+    s = SCALES[scale]
+    tied_models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine, tied=True)
+    done = [r.config.seed for r in tied_models]
+    standard = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, done, engine)
+    m_tied, ll, _ = runs.curves(tied_models, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
+    m_std, ll_std, _ = runs.curves(standard, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
+    if not np.array_equal(ll, ll_std):
+        raise AssertionError("the tied and the standard layer were evaluated on different tasks")
+    agreement = {}
+    for key, models in (("tied", tied_models), ("standard", standard)):
+        agreement[key] = []
+        for r in models:
+            X, init = evaluation_tasks(r.config, s["eval_tasks"])
+            agreement[key].append(relabelled_agreement(r, X, init))
+    soft = soft_kmeans_headline(scale, seeds=done)
+    return dict(
+        **runs.status(tied_models), standard_status=runs.status(standard),
+        lloyd_final=runs.finite(ll[:, -1]), tied_final=runs.finite(m_tied[:, -1]),
+        standard_final=runs.finite(m_std[:, -1]), soft_beta=soft["beta"], soft_final=soft["final"],
+        tied_val_ratio_final=[float(r.history["val_ratio"][-1]) for r in tied_models],
+        standard_val_ratio_final=[float(r.history["val_ratio"][-1]) for r in standard],
+        relabellings=RELABELLINGS, tied_relabelled=agreement["tied"], standard_relabelled=agreement["standard"],
+    )
 
 
 #: The authors' attention dropout, which their model keeps active at evaluation.

@@ -95,6 +95,9 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("precision", "", "the learned layer of Fig. 4a trained with float32 steps beside the float64-trained "
                "one of the same seed (train --precision float32)", scales=("paper", "quick"),
                run=experiments.precision, report=reports.precision),
+    Experiment("tied", "", "beyond the paper: the id-equivariant (tied) layer at the authors' scale beside the "
+               "standard layer, Lloyd and soft k-means, and both layers' relabelled self-agreement "
+               "(train --paper --tied)", scales=("paper", "quick"), run=experiments.tied, report=reports.tied),
     Experiment("weights", "paper Fig. 5", "learned weights next to the construction",
                run=experiments.weights, report=reports.weights),
     Experiment("training-curves", "paper Fig. 9, 10a, 10b", "training loss and validation ratio for the paper's "

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..learning.protocols import PAPER_LEARNING
 
-__all__ = ["learning", "precision", "eval_dropout", "ablation", "shifted", "training_curves", "any_k", "multi_step",
+__all__ = ["learning", "precision", "tied", "eval_dropout", "ablation", "shifted", "training_curves", "any_k", "multi_step",
            "real_data", "weights", "dissection", "chaos"]
 
 
@@ -58,6 +58,22 @@ def precision(result):
             lines.append(f"    trained in {arithmetic}: {_fmt(r['final'][i])}   validation ratio "
                          f"{r['val_ratio_final'][i]:.3f}   {r['seconds_per_step'][i]:.3f} s/step "
                          f"({r['steps_done'][i]:,} of {r['n_steps']:,} steps)")
+    return lines
+
+
+def tied(result):
+    lines = ["the id-equivariant (tied) layer beside the standard one, on each seed's held-out tasks;",
+             "mean log k-means objective after 20 steps, then the one step's change when the starts' ids are "
+             f"permuted ({result['relabellings']} relabellings; median over tasks, its median and the worst task):"]
+    for i, seed in enumerate(result["seeds"]):
+        lines.append(f"  seed {seed}: Lloyd {_fmt(result['lloyd_final'][i])}   tied {_fmt(result['tied_final'][i])}   "
+                     f"standard {_fmt(result['standard_final'][i])}   soft k-means (beta = {result['soft_beta']:g}) "
+                     f"{_fmt(result['soft_final'][i])}")
+        for key in ("tied", "standard"):
+            r = result[f"{key}_relabelled"][i]
+            lines.append(f"    {key} relabelled: median {np.median(r['median']):.3g}, worst task {r['worst']:.3g}")
+    if result.get("partial"):
+        lines.append("note: some tied models stopped before n_steps (see steps_done)")
     return lines
 
 
