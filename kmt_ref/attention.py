@@ -151,19 +151,26 @@ def _row_groups(W):
     """For a plain 2-D ``W``: ``(first, inverse)`` with ``W[first][inverse] == W`` and one entry of ``first`` for
     each distinct row, or None when every row is distinct.
 
-    Rows are grouped by a fingerprint of their bits (a sum, wrapping, of each entry's bits times an odd
-    constant of its column), then compared whole: rows that share a fingerprint but differ stay apart.
+    Rows are keyed by two exact functions of their entries, the bits of their sum (one reduction, the same
+    for every row) and the place of their first non-zero entry, mixed into one number, then compared whole
+    with their key's first row: rows that share a key but differ stay apart.
     """
     m, r = W.shape
     if m < 2 or r == 0:
         return None
-    bits = W.view(np.uint64 if W.dtype.itemsize == 8 else np.uint32).astype(np.uint64)
-    odd = (2 * np.arange(r, dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
-    _, group = np.unique(np.add.reduce(bits * odd, axis=-1), return_inverse=True)
-    if group.max() + 1 == m:
+    total = np.sum(W, axis=-1).astype(np.float64) + 0.0  # + 0.0: a sum of -0 is keyed as 0, its equal under ==
+    lead = np.argmax(W != 0, axis=-1).astype(np.uint64)
+    key = total.view(np.uint64) ^ (lead * np.uint64(0x9E3779B97F4A7C15))  # wraps; a shared key is checked
+    _, lowest, group = np.unique(key, return_index=True, return_inverse=True)
+    if len(lowest) == m:
         return None
+    group = group.ravel()
+    rep = lowest[group]
+    if np.all(W == W[rep]):  # the usual case: rows that share a key are equal
+        first = np.flatnonzero(rep == np.arange(m))
+        return first, np.searchsorted(first, rep)
     first, inverse, seen = [], np.empty(m, dtype=np.intp), {}
-    for i, g in enumerate(group.ravel()):
+    for i, g in enumerate(group):
         slots = seen.setdefault(g, [])
         inverse[i] = next((s for s in slots if np.array_equal(W[i], W[first[s]])), len(first))
         if inverse[i] == len(first):
@@ -177,8 +184,9 @@ def rows_product(W, V):
 
     A mean over the same weights does not depend on which row asks for it: two centers that average the
     same points with the same weights must come out equal, or a tie that exact arithmetic has would be
-    undone by where BLAS's kernel rounds each row. Each distinct row is computed once and copied to its
-    equals (plain arrays, a task at a time); traced arrays are multiplied as they are.
+    undone by where BLAS's kernel rounds each row. Each distinct row's product is copied to its equals
+    (plain arrays, a task at a time; where most rows repeat, only the distinct ones are multiplied);
+    traced arrays are multiplied as they are.
     """
     if type(W) is not np.ndarray or type(V) is not np.ndarray:
         return anp.matmul(W, V)
@@ -193,7 +201,9 @@ def rows_product(W, V):
     if groups is None:
         return np.matmul(W, V)
     first, inverse = groups
-    return np.matmul(W[first], V)[inverse]
+    if 2 * len(first) <= W.shape[0]:
+        return np.matmul(W[first], V)[inverse]
+    return np.matmul(W, V)[first][inverse]
 
 
 def softmax(scores):

@@ -52,11 +52,12 @@ def _nearest_of_finite(X, C):
 
 def _labels(Y, ties=False):
     """The arg-max of every row of an assignment block ``Y`` (..., n, k) and whether all of it is finite;
-    with ``ties``, also whether each row's largest entry is there more than once (..., n).
+    with ``ties``, also whether each row's largest entry is below 1 (..., n): for the rows a hardmax wrote
+    into a reset block, exactly the rows it shared between tied keys (``1/m`` each), read at the arg-max
+    without another pass over the block.
 
     A cache-sized chunk of rows at a time: NumPy's arg-max of a block of wider tokens is several times
-    slower in one call; up to ``FEW_KEYS`` centers, a chunk transposed for ``max_members``, which counts
-    the largest entries anyway.
+    slower in one call; up to ``FEW_KEYS`` centers, a chunk transposed for ``max_members``.
     """
     labels = np.empty(Y.shape[:-1], dtype=np.intp)
     tied = np.zeros(Y.shape[:-1], dtype=bool) if ties else None
@@ -68,18 +69,23 @@ def _labels(Y, ties=False):
             labels[..., a : a + rows] = np.argmax(part, axis=-1)
             finite = finite and bool(np.isfinite(part).all())
             if ties:
-                tied[..., a : a + rows] = np.count_nonzero(part == np.max(part, axis=-1, keepdims=True), axis=-1) > 1
+                tied[..., a : a + rows] = _below_one(part, labels[..., a : a + rows])
             continue
         t = np.ascontiguousarray(np.swapaxes(part, -1, -2))  # one center per row
         finite = finite and bool(np.isfinite(np.min(t)) and np.isfinite(np.max(t)))
         first, count = max_members(t)
         labels[..., a : a + rows] = first
-        if ties:
-            tied[..., a : a + rows] = count > 1
         if not finite:  # a row with a nan: its first nan, as np.argmax says
             nan = count == 0
             labels[..., a : a + rows][nan] = np.argmax(part[nan], axis=-1)
+        if ties:
+            tied[..., a : a + rows] = _below_one(part, labels[..., a : a + rows])
     return (labels, finite, tied) if ties else (labels, finite)
+
+
+def _below_one(part, labels):
+    """Whether each row's entry at ``labels`` is below 1 (a nan is not)."""
+    return np.take_along_axis(part, labels[..., None], axis=-1)[..., 0] < 1.0
 
 
 def _check_resolution(model, X, origin=0.0):
