@@ -487,9 +487,9 @@ def test_equal_rows_of_weights_give_equal_rows_of_the_product():
     same_key = np.array([[1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [1.0, 2.0, 3.0], [0.0, -0.0, 0.0], [-0.0, 0.0, -0.0]])
     first, inverse = attention._row_groups(same_key)
     assert first.tolist() == [0, 1, 3] and inverse.tolist() == [0, 1, 0, 2, 2]
-    out = attention.rows_product(same_key, V[:3])
-    np.testing.assert_array_equal(out[0], out[2])
-    np.testing.assert_allclose(out, same_key @ V[:3], rtol=1e-14)
+    keyed = attention.rows_product(same_key, V[:3])
+    np.testing.assert_array_equal(keyed[0], keyed[2])
+    np.testing.assert_allclose(keyed, same_key @ V[:3], rtol=1e-14)
     batch = attention.rows_product(np.stack([W, W[::-1]]), V)  # a task at a time
     np.testing.assert_array_equal(batch[0], out)
     np.testing.assert_array_equal(batch[1][[1, 2, 4]], out[[4, 3, 1]])
