@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from . import __version__
-from .programs._cli import integer_at_least, keep_freed_memory
+from .programs._cli import ArgumentParser, integer_at_least, keep_freed_memory
 from .programs.registry import EXPERIMENTS
 
 #: BLAS thread variables pinned for ``verify`` and ``bench`` (read when NumPy loads, hence a child process).
@@ -44,7 +44,7 @@ def main(argv=None):
 
 
 def _main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kmt_ref", description=__doc__)
+    parser = ArgumentParser(prog="python -m kmt_ref", description=__doc__)
     parser.add_argument("--version", action="version", version=f"kmt_ref {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("verify", help="check every construction against its classical algorithm")

@@ -25,6 +25,7 @@ __all__ = [
     "check_k",
     "check_dims",
     "check_fraction",
+    "check_image_path",
     "check_int",
     "check_bool",
     "check_problem",
@@ -100,6 +101,9 @@ def check_writable(path, name="path", folder=True):
                              f"({os.readlink(p)!r} does not exist)")
     if not folder and os.path.isdir(path):
         raise ValueError(f"{name} must be a file path, not a folder; got {name}={path!r}")
+    if not folder and os.path.exists(path) and not os.path.isfile(path):
+        raise ValueError(f"{name} must be a regular file's path, not a device or other special file; got "
+                         f"{name}={path!r}")
     try:
         os.makedirs(folder_path, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder_path):
@@ -108,6 +112,19 @@ def check_writable(path, name="path", folder=True):
         raise ValueError(f"{name} cannot be written to: {name}={path!r} ({err.strerror or err}); choose another "
                          "place") from None
     return path
+
+
+def check_image_path(path, name="path"):
+    """``path`` as :func:`check_writable` gives it, once its extension is a format matplotlib writes (checked
+    before the work whose figure it is)."""
+    from matplotlib.figure import Figure
+
+    formats = Figure().canvas.get_supported_filetypes()
+    extension = os.path.splitext(os.fspath(path))[1].lstrip(".").lower()
+    if extension not in formats:
+        raise ValueError(f"{name} must end in an image format matplotlib writes ({', '.join(sorted(formats))}); "
+                         f"got {name}={os.fspath(path)!r}")
+    return check_writable(path, name, folder=False)
 
 
 def read_json(path, name="path"):

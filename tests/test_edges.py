@@ -363,8 +363,8 @@ def test_the_softmax_center_update_of_all_attention_is_checked_on_the_soft_assig
     X = np.array([[0.0], [0.1], [-0.1], [1.0], [1.1], [0.5 + np.log(199) / (2 * gamma)]])
     init = np.array([[0.0], [1.0]])
     truth = lloyd(X, init, 2).centers
-    with pytest.warns(UserWarning, match=r"before layer 1, the softmax CAC \((euclidean|dot) id scores\) moves "
-                                         r"center 1 by 0\.(0553|183) from Lloyd's step: it weighs point 5, assigned 0\.995"):
+    said = r"before layer 1, the softmax CAC \((euclidean|dot) id scores\) moves center 1 by 0\.(0553|183)"
+    with pytest.warns(UserWarning, match=said + r" from Lloyd's step: it weighs point 5, assigned 0\.995"):
         run = build(1, 2, gamma, config="all-attention").run(X, init, 2, warn=True)
     assert np.max(np.abs(run.centers - truth)) > 0.05  # what it warns of
     with warnings.catch_warnings():

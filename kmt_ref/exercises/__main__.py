@@ -1,9 +1,9 @@
 """``python -m kmt_ref.exercises {init,check,list}``: copy the workbook out, check it, or list it."""
 
-import argparse
 import sys
 from pathlib import Path
 
+from ..programs._cli import ArgumentParser
 from . import EXERCISES, format_results, run_checks
 from .runner import copy_workbook
 
@@ -21,7 +21,7 @@ def default_workbook():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kmt_ref.exercises", description=__doc__)
+    parser = ArgumentParser(prog="python -m kmt_ref.exercises", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("check", help="run the checks on your files")
     p.add_argument("exercises", nargs="*", help="exercise numbers (e.g. 03); all if omitted")

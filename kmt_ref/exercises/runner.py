@@ -103,9 +103,11 @@ def copy_workbook(target):
         If ``target`` exists and is not an empty directory (nothing is overwritten).
     """
     target = Path(check_not_committed(Path(target).expanduser(), "dir"))
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+    if os.path.isfile(target):
+        raise ValueError(f"dir={str(target)!r} is a file: choose a new directory")
+    check_writable(target, "dir")  # first: a path the system refuses (too long, read-only) is named here
+    if any(target.iterdir()):
         raise ValueError(f"dir={str(target)!r} exists and is not empty: choose a new directory")
-    check_writable(target, "dir")
     source = packaged_workbook()
     (target / "solutions").mkdir(parents=True, exist_ok=True)
     for pattern in ("[0-9][0-9]_*.py", "README.md", "solutions/[0-9][0-9]_*.py"):

@@ -159,7 +159,8 @@ def linear_over_keys(queries, keys, values, score):
     num, total = 0.0, 0.0
     for b in range(0, keys.shape[0], step):
         # the ids' scores as one contiguous copy: every pass over them (check, groups, sums) reads it in order
-        s = np.ascontiguousarray(keys[b : b + step].T) if ids else fixed_order_scores(score, queries, keys[b : b + step])
+        part = keys[b : b + step]
+        s = np.ascontiguousarray(part.T) if ids else fixed_order_scores(score, queries, part)
         _check_nonnegative(s)
         num = num + rows_product(s, values[b : b + step])
         total = total + np.sum(s, axis=-1, keepdims=True)

@@ -18,12 +18,11 @@ beyond the paper: ``any-k``, ``multi-step``, ``real-data``) is 128 points
 per task, batches of 8, the authors' 10,000 steps and seeds 0-2.
 """
 
-import json
 import os
 
 import numpy as np
 
-from .._validation import COMMITTED_RESULTS, check_choice
+from .._validation import COMMITTED_RESULTS, check_choice, read_json
 from .config import TrainConfig
 from .train import load_result
 
@@ -94,8 +93,7 @@ def committed(name, scale):
     path = os.path.join(RESULTS_DIR, check_choice(scale, "scale", SCALES), f"{name}.json")
     if not os.path.exists(path):
         raise ValueError(f"no committed {scale} result for {name!r} (looked for {path})")
-    with open(path) as f:
-        return json.load(f)
+    return read_json(path)
 
 
 def committed_model(scale, tokens, seed, **overrides):
@@ -133,8 +131,7 @@ def learning_headline(results_dir=None, scales=("paper", "quick")):
             res = {}
             for e, p in paths.items():
                 if os.path.exists(p):
-                    with open(p) as f:
-                        res[e] = json.load(f)
+                    res[e] = read_json(p)
             lrn, abl = res["learning"], res.get("ablation", {})
             out = dict(
                 scale=scale,

@@ -26,7 +26,7 @@ from ..engine import Engine
 from ..learning import protocols
 from ..learning.config import MAX_PERTURB
 from . import experiments, runs
-from ._cli import integer_at_least, positive_number
+from ._cli import ArgumentParser, integer_at_least, positive_number
 from .jobs import MAX_WORKERS, check_cluster, cluster, run_jobs
 from .registry import EXPERIMENTS, run_experiment
 
@@ -98,8 +98,7 @@ def report_text(name, result):
 
 def reproduce(name, argv=()):
     """Run (or report) the learning experiment ``name``; returns an exit code."""
-    parser = argparse.ArgumentParser(prog=f"python -m kmt_ref reproduce {name}",
-                                     description=EXPERIMENTS[name].describe())
+    parser = ArgumentParser(prog=f"python -m kmt_ref reproduce {name}", description=EXPERIMENTS[name].describe())
     _scale_options(parser, "where results are written (default ./kmt_ref_results/learning); with --report, "
                    "where they are read from (default: the committed results)",
                    list(EXPERIMENTS[name].scales))
@@ -122,7 +121,12 @@ def reproduce(name, argv=()):
             out = EXPERIMENTS[name].read(results_dir, scale)
         except ValueError as err:
             parser.error(str(err))
-        print(json.dumps(out, indent=1) if args.json else report_text(name, out))
+        try:
+            text = json.dumps(out, indent=1) if args.json else report_text(name, out)
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as err:  # a file of another shape
+            parser.error(f"the {scale} results of {name} under {results_dir!r} are not what reproduce {name} writes "
+                         f"({type(err).__name__}: {err})")
+        print(text)
         return 0
     try:
         results_dir = check_writable(args.results_dir or runs.default_results_dir(), "--results-dir")
@@ -152,7 +156,7 @@ def _tokens_list(text):
 
 def train_command(argv=()):
     """``python -m kmt_ref train ...``: train or resume models, each a job; returns an exit code."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m kmt_ref train",
         description="Train or resume learned layers -- one, or a list of seeds, token layouts and the training "
         "figures' settings -- checkpointing every validation. Ctrl-C or SIGTERM saves a checkpoint; the same "

@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from .._validation import check_choice
+from .._validation import check_choice, read_json
 from ..classical import lloyd
 from ..geometry import nearest_center, squared_distances
 from ..layer import BLOCK_NAMES
@@ -222,9 +222,8 @@ def _earlier(path, job):
     the same job)."""
     if not os.path.exists(path):
         return None
-    with open(path) as f:
-        done = json.load(f)
-    return done if {key: done.get(key) for key in job} == job else None
+    done = read_json(path)
+    return done if isinstance(done, dict) and {key: done.get(key) for key in job} == job else None
 
 
 def dissection(scale="quick", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):

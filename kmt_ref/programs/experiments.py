@@ -25,8 +25,8 @@ from ..learning.model import run_steps
 from ..learning.protocols import SCALES, checkpoint_path, committed_model, run_config
 from . import runs
 
-__all__ = ["precision", "tied", "relabelled_agreement", "figure_runs", "figures_whole", "committed_training_curves", "git_revision",
-           "reproduce_command"]
+__all__ = ["precision", "tied", "relabelled_agreement", "figure_runs", "figures_whole", "committed_training_curves",
+           "git_revision", "reproduce_command"]
 
 #: The settings of the paper's training figures: ``{panel: [overrides, ...]}`` (both token layouts each).
 FIGURE_SETTINGS = {

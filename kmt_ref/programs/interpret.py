@@ -8,13 +8,12 @@ that own and that share their points, and how faithfully each describes the laye
 distribution, from starts made to test the account, and on the real data sets.
 """
 
-import json
 import os
 import sys
 
 import numpy as np
 
-from .._validation import check_choice
+from .._validation import check_choice, read_json
 from ..classical import lloyd
 from ..geometry import nearest_center
 from ..learning.circuit import fit_circuit
@@ -127,8 +126,7 @@ def _shifted(models, scale, fit, n_steps, progress, results_dir=None):
     for name in SHIFTS:
         mine = None if results_dir is None else os.path.join(results_dir, scale, f"{name}.json")
         if mine is not None and os.path.exists(mine):
-            with open(mine) as f:
-                done = json.load(f)
+            done = read_json(mine)
         else:
             done = committed(name, scale)
         seeds = [r.config.seed for r in models]

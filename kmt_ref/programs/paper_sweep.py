@@ -29,7 +29,6 @@ committed run (``kmt_ref/results/sweep/paper_sweep.json``) covers every cell
 and computes only the cells it lacks); ``--report`` prints the comparison.
 """
 
-import argparse
 import json
 import os
 import sys
@@ -42,7 +41,7 @@ from .._validation import check_int, check_k, check_positive, check_rng, check_w
 from ..classical import lloyd
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import DATA_DIR
-from ._cli import integer_at_least
+from ._cli import ArgumentParser, integer_at_least
 from ._results import COMMITTED_DIR, check_output_dir, output_dir
 from .jobs import Job, cluster, finished, job_seconds, keep_result, run_jobs
 
@@ -360,7 +359,7 @@ def load_paper_sweep(path=COMMITTED_PATH):
 def reproduce(argv=()):
     """``python -m kmt_ref reproduce paper-sweep [--report] [--json] [--out PATH] [--full] [--finished-only]
     [--resume-from JSON] [--workers N | --scheduler ADDRESS]``."""
-    parser = argparse.ArgumentParser(prog="python -m kmt_ref reproduce paper-sweep",
+    parser = ArgumentParser(prog="python -m kmt_ref reproduce paper-sweep",
                                      description="the authors' parameter sweep (their grid and metric)")
     parser.add_argument("--report", action="store_true",
                         help="compare the committed run with the authors' results; run nothing")

@@ -9,8 +9,8 @@ import numpy as np
 
 from ..learning.protocols import PAPER_LEARNING
 
-__all__ = ["learning", "precision", "tied", "eval_dropout", "ablation", "shifted", "training_curves", "any_k", "multi_step",
-           "real_data", "weights", "dissection", "chaos"]
+__all__ = ["learning", "precision", "tied", "eval_dropout", "ablation", "shifted", "training_curves", "any_k",
+           "multi_step", "real_data", "weights", "dissection", "chaos"]
 
 
 def _fmt(value):

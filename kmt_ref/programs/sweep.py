@@ -22,7 +22,6 @@ the book reads the committed ``kmt_ref/results/sweep/sweep.json``, which
 ``reproduce sweep --report`` summarizes (:func:`summarize`).
 """
 
-import argparse
 import json
 import time
 from itertools import product
@@ -30,11 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validation import check_n_steps, check_positive, check_writable, read_json
+from .._validation import check_image_path, check_n_steps, check_positive, check_writable, read_json
 from ..certificate import _LloydGeometry, min_gamma, rule_of_thumb_gamma
 from ..classical import lloyd
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import gaussian_mixture
+from ._cli import ArgumentParser
 from ._results import output_dir
 
 __all__ = ["GRID", "QUICK_GRID", "run_sweep", "load_sweep", "first_good", "summarize", "reproduce", "DEFAULT_PATH"]
@@ -164,7 +164,7 @@ def report_text(summary):
 
 def reproduce(argv=()):
     """``python -m kmt_ref reproduce sweep [--quick] [--out PATH] [--figure PNG] [--report [--json]]``."""
-    parser = argparse.ArgumentParser(prog="python -m kmt_ref reproduce sweep",
+    parser = ArgumentParser(prog="python -m kmt_ref reproduce sweep",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--report", action="store_true", help="summarize the committed sweep, run nothing")
     parser.add_argument("--json", action="store_true", help="with --report: print JSON")
@@ -183,6 +183,8 @@ def reproduce(argv=()):
         return 0
     try:
         out = Path(check_writable(args.out or Path(output_dir()) / "sweep" / "sweep.json", "--out", folder=False))
+        if args.figure:
+            check_image_path(args.figure, "--figure")
     except ValueError as err:
         parser.error(str(err))
     start = time.perf_counter()
