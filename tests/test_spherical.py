@@ -164,6 +164,29 @@ def test_zero_member_mean_gives_a_zero_center_not_nan_in_both():
     assert np.array_equal(out.centers, ref.centers)
 
 
+def test_a_mean_whose_directions_cancel_to_rounding_is_warned_about():
+    import warnings
+
+    from kmt_ref.variants.spherical import unique_largest_cosine
+
+    # A and -A, shuffled: the one cluster's mean is 0 in exact arithmetic and rounding in float; its direction
+    # is then rounding's, and the transformer and the classical function sum in different orders.
+    rng = np.random.default_rng(10)
+    A = rng.standard_normal((3, 3))
+    X = np.vstack([A, -A])[rng.permutation(6)]
+    init = np.array([[0.3, -1.0, 0.2]])
+    parted = np.max(np.abs(spherical_kmeans_transformer(3, 1).run(X, init, 2, warn=False).centers
+                           - spherical_kmeans(X, init, 2).centers))
+    assert parted > 0.5  # what it warns of
+    assert "the directions of center 0's members cancel: their mean has norm" in unique_largest_cosine(X, init)
+    with pytest.warns(UserWarning, match=r"before layer 1, the directions of center 0's members cancel"):
+        spherical_kmeans_transformer(3, 1).run(X, init, 2, warn=True)
+    # the exact zero of the book's example is said too; points whose mean is far from 0 are not
+    exact = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    assert "norm 0.0e+00" in unique_largest_cosine(exact, np.array([[1.0, 1.0]]))
+    assert unique_largest_cosine(np.vstack([A, -A + 0.1]), init) is None
+
+
 @pytest.mark.parametrize("where", ["X", "init"])
 def test_a_zero_row_is_refused_with_its_index(where):
     X, init = _task(10, 20, 3, 2)

@@ -251,20 +251,44 @@ def unique_largest_cosine(X, C):
     X = check_data(X)
     C = check_centers(C, X.shape[1], "C")
     if C.shape[0] < 2:
-        return None
+        return _cancelling_mean(X, C)
     S = normalize_rows(X) @ normalize_rows(C).T
     top = np.argsort(-S, axis=1, kind="stable")[:, :2]
     first, second = np.take_along_axis(S, top, axis=1).T
     tol = 4 * (X.shape[1] + 4) * np.finfo(float).eps
     close = np.flatnonzero(first - second <= tol)
     if close.size == 0:
-        return None
+        return _cancelling_mean(X, C)
     i = int(close[0])
     j, l = sorted(int(c) for c in top[i])
     return (f"point {i}'s largest cosines, with centers {j} and {l}, differ by {first[i] - second[i]:.1e}, within the "
             f"rounding of computing them ({tol:.1e}; {close.size} point{'s' if close.size > 1 else ''} so close): the "
             "proposition assumes one largest cosine, and the hardmax and spherical k-means may decide such a point "
             "differently")
+
+
+def _cancelling_mean(X, C):
+    """None, or what :func:`unique_largest_cosine` says of a cluster whose unit members (all points, for an
+    empty one) have a mean within the rounding of 0: its direction, the new center, is then decided by how
+    the sum was rounded (an exact 0 gives the zero vector), and the two orders of summing need not agree."""
+    Xh = normalize_rows(X)
+    k = C.shape[0]
+    lab = np.argmax(fixed_order_scores("dot", Xh, normalize_rows(C)), axis=1)
+    counts = np.bincount(lab, minlength=k)
+    means = np.zeros((k, X.shape[1]))
+    np.add.at(means, lab, Xh)
+    means /= np.maximum(counts, 1)[:, None]
+    means[counts == 0] = Xh.mean(axis=0)
+    norms = np.sqrt(np.sum(means * means, axis=1))
+    tol = 4 * (X.shape[0] + X.shape[1]) * np.finfo(float).eps  # a mean of unit vectors, summed in any order
+    small = np.flatnonzero(norms <= tol)
+    if small.size == 0:
+        return None
+    j = int(small[0])
+    return (f"the directions of center {j}'s {'members' if counts[j] else 'points (its cluster is empty)'} cancel: "
+            f"their mean has norm {norms[j]:.1e}, within the rounding of summing them ({tol:.1e}), so the new "
+            "center's direction is decided by rounding (an exact 0 gives the zero vector), and the hardmax and "
+            "spherical k-means, which sum in different orders, may point it differently")
 
 
 class _SphericalTransformer(KMeansTransformer):
