@@ -63,6 +63,9 @@ Policies (the classical function and the transformer agree on both):
   2`` and every member strictly prefers ``j``: summing
   ``x_i . (c_j - c_l) > 0`` over the members gives ``m_j . (c_j - c_l) > 0``.
   It needs ``k = 1``, ties, or an empty cluster whose data directions cancel.
+  A mean that is 0 in exact arithmetic is rounding in float, and its direction
+  then depends on the order of the sum: ``run(warn=True)`` names such a
+  cluster (:func:`unique_largest_cosine`).
 
 At a tie hardmax splits the assignment (fractional ``y``) while the classical
 rule picks the lowest index, as for Theorem 2.1.
