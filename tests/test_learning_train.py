@@ -196,6 +196,49 @@ def test_a_hand_edited_checkpoint_fails_its_checksum(tmp_path):
         load_checkpoint(path)
 
 
+def _forged(tmp_path, change, name="forged.npz"):
+    """A checkpoint of ``CONFIG`` stopped at step 10, changed by ``change(arrays, meta)`` and saved again with
+    its checksum recomputed (anyone can): its path."""
+    from kmt_ref.learning.checkpoint import save_checkpoint
+
+    path = str(tmp_path / name)
+    train(CONFIG, path, stop_at=10, progress=False)
+    arrays, meta = load_checkpoint(path)
+    change(arrays, meta)
+    os.remove(path)
+    save_checkpoint(path, arrays, meta)
+    return path
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda a, m: a["theta"].__setitem__(0, np.nan), "theta must be a finite float vector"),
+    (lambda a, m: a.__setitem__("adam_m", a["adam_m"][:-1]), "adam_m must be finite and of theta's shape"),
+    (lambda a, m: a["adam_v"].__setitem__(0, -1.0), "adam_v .* must be non-negative"),
+    (lambda a, m: m.__setitem__("lr", -1.0), "'lr' must be a positive finite learning rate"),
+    (lambda a, m: m.__setitem__("step", -3), "'step' must be >= 0"),
+    (lambda a, m: m.__setitem__("wall_time", float("inf")), "'wall_time' must be finite"),
+    (lambda a, m: m["rng_state"]["state"].__setitem__("state", "x"), "'rng_state' is not a PCG64 state"),
+    (lambda a, m: m["rng_state"].__setitem__("bit_generator", "MT19937"), "'rng_state' is not a PCG64 state"),
+])
+def test_a_forged_checkpoint_with_a_valid_checksum_is_refused_by_its_values_naming_the_file(tmp_path, change, said):
+    path = _forged(tmp_path, change)
+    with pytest.raises(ValueError, match=f"path='{path}'.*{said}"):
+        load_checkpoint(path)
+    with pytest.raises(ValueError, match="forged.npz"):
+        train(CONFIG, path, resume=True, progress=False)
+
+
+def test_a_forged_config_or_step_names_the_file(tmp_path):
+    from kmt_ref.learning.train import load_result
+
+    path = _forged(tmp_path, lambda a, m: m["config"].__setitem__("n_steps", -5))
+    with pytest.raises(ValueError, match="forged.npz.*config no run writes"):
+        load_result(path)
+    path = _forged(tmp_path, lambda a, m: m.__setitem__("step", 10**6), "beyond.npz")
+    with pytest.raises(ValueError, match="beyond.npz.*beyond its config"):
+        load_result(path)
+
+
 def test_a_missing_checkpoint_directory_is_refused_before_training(tmp_path):
     steps = []
     with pytest.raises(ValueError, match="does not exist"):

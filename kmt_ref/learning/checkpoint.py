@@ -160,6 +160,7 @@ def load_checkpoint(path):
         raise ValueError(f"path={path!r} is not a readable training checkpoint (truncated, empty or another "
                          f"kind of file: {type(err).__name__}: {err}); {advice}") from None
     _check_meta(path, meta, advice)
+    _check_values(path, arrays, meta, advice)
     digest = _checksum(meta_text, arrays)
     if stored is None:
         raise ValueError(f"path={path!r} has no checksum: every checkpoint is written with one; {advice}")
@@ -210,3 +211,37 @@ def _check_meta(path, meta, advice):
         if not ok:
             raise ValueError(f"path={path!r}: metadata field {key!r} must be a JSON {kind.__name__}; "
                              f"got {value!r:.80}; {advice}")
+
+
+def _check_values(path, arrays, meta, advice):
+    """Values no run writes: a checksum can be recomputed by anyone, so a file that passes it is still read
+    as input. Parameters and moments finite, of one length; counts non-negative; a positive finite learning
+    rate; a random state this generator takes."""
+    def refuse(what):
+        raise ValueError(f"path={path!r}: {what}; {advice}")
+
+    theta = arrays["theta"]
+    if theta.ndim != 1 or theta.dtype.kind != "f" or not np.all(np.isfinite(theta)):
+        refuse(f"theta must be a finite float vector; got shape {theta.shape}, dtype {theta.dtype}")
+    for name in OPTIMIZER_ARRAYS:
+        a = arrays.get(name)
+        if a is not None and (a.shape != theta.shape or a.dtype.kind != "f" or not np.all(np.isfinite(a))):
+            refuse(f"{name} must be finite and of theta's shape {theta.shape}; got shape {a.shape}")
+    if "adam_v" in arrays and np.any(arrays["adam_v"] < 0):
+        refuse("adam_v (second moments) must be non-negative")
+    for name in ARRAYS[3:]:
+        if arrays[name].ndim != 1 or arrays[name].dtype.kind not in "fiu":
+            refuse(f"{name} must be a vector of numbers; got shape {arrays[name].shape}, dtype {arrays[name].dtype}")
+    for key in ("step", "adam_t", "plateau_bad"):
+        if meta[key] < 0:
+            refuse(f"metadata field {key!r} must be >= 0; got {meta[key]}")
+    if not (np.isfinite(meta["lr"]) and meta["lr"] > 0):
+        refuse(f"metadata field 'lr' must be a positive finite learning rate; got {meta['lr']!r}")
+    if not (np.isfinite(meta["wall_time"]) and meta["wall_time"] >= 0):
+        refuse(f"metadata field 'wall_time' must be finite and >= 0; got {meta['wall_time']!r}")
+    if np.isnan(meta["plateau_best"]):
+        refuse("metadata field 'plateau_best' must not be NaN")
+    try:
+        np.random.PCG64().state = meta["rng_state"]
+    except (TypeError, ValueError, KeyError, OverflowError) as err:
+        refuse(f"metadata field 'rng_state' is not a PCG64 state ({type(err).__name__}: {err})")

@@ -318,7 +318,12 @@ def _train(config, checkpoint, resume, every, stop_at, progress, on_step, engine
 def load_result(path):
     """A :class:`TrainResult` from a checkpoint file (finished or not)."""
     arrays, meta = load_checkpoint(path)
-    config = TrainConfig.from_dict(meta["config"])
+    try:
+        config = TrainConfig.from_dict(meta["config"])
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"checkpoint {path!r} holds a config no run writes: {err}") from None
+    if meta["step"] > config.n_steps:
+        raise ValueError(f"checkpoint {path!r} is at step {meta['step']}, beyond its config's {config.n_steps}")
     return TrainResult(
         theta=arrays["theta"], config=config, step=meta["step"],
         history={k: v for k, v in arrays.items() if k not in ("theta", "adam_m", "adam_v")},
