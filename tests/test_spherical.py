@@ -165,7 +165,6 @@ def test_zero_member_mean_gives_a_zero_center_not_nan_in_both():
 
 
 def test_a_mean_whose_directions_cancel_to_rounding_is_warned_about():
-    import warnings
 
     from kmt_ref.variants.spherical import unique_largest_cosine
 
