@@ -440,6 +440,12 @@ class Block:
     params: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        D = np.shape(self.Wq)[-1] if np.ndim(self.Wq) else 0
+        for name in ("Wq", "Wk", "Wv", "bq", "bk", "bv"):
+            W, want = getattr(self, name), (D, D) if name.startswith("W") else (D,)
+            if (W is not None or name.startswith("W")) and np.shape(W) != want:
+                raise ValueError(f"Block {name} must have shape {want} (D = Wq's columns); got {name}.shape="
+                                 f"{np.shape(W)}")
         # Weights are values: copied and read-only, so no later edit (of this block, of another
         # block built from the same array) can change what a model computes.
         for name in ("Wq", "Wk", "Wv", "bq", "bk", "bv"):
@@ -486,6 +492,18 @@ def attention_weights(Zq, Zk, block, rng=None):
     return norm.fn(block.gamma * s if norm.uses_gamma else s, **extra)
 
 
+def check_tokens(Zq, Zk, block):
+    """Refuse a ``block`` that is no :class:`Block`, and tokens that are not (..., m, D) and (..., r, D) for its
+    width ``D`` (shapes only: the tokens may be traced)."""
+    if not isinstance(block, Block):
+        raise ValueError(f"block must be a Block; got block={type(block).__name__}")
+    D = np.shape(block.Wq)[1]
+    for name, Z in (("Zq", Zq), ("Zk", Zk)):
+        if np.ndim(Z) < 2 or np.shape(Z)[-1] != D:
+            raise ValueError(f"{name} must be tokens of shape (..., m, {D}) for this block; got "
+                             f"{name}.shape={np.shape(Z)}")
+
+
 def attend(Zq, Zk, block, rng=None):
     """Apply one attention block: the reference implementation, the mathematics as written.
 
@@ -509,6 +527,7 @@ def attend(Zq, Zk, block, rng=None):
     -------
     ndarray, shape (..., m, D)
     """
+    check_tokens(Zq, Zk, block)
     norm = NORMALIZERS[block.normalizer]
     if norm.needs_rng:
         check_rng(rng, "rng", f" (normalizer={block.normalizer!r} draws random numbers)")

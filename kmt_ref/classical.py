@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse
 
 from ._validation import check_choice, check_data, check_k, check_problem, check_rng
-from .geometry import kmeans_objective, nearest_center, point_frame
+from .geometry import _nearest_center, kmeans_objective, point_frame
 from .trajectory import Trajectory, iterate
 
 __all__ = ["kmeans_objective", "kmeans_plusplus", "lloyd", "EMPTY_CLUSTER_POLICIES"]
@@ -123,7 +123,7 @@ def _lloyd(X, C, n_iter, empty_cluster, rng=None):
     ones, columns = np.ones(B * n), np.arange(B * n + 1)
 
     def step(C, t):
-        lab = nearest_center(X, C, frame)
+        lab = _nearest_center(X, C, frame)
         cluster = (lab + offsets).ravel()
         counts = np.bincount(cluster, minlength=B * k).reshape(B, k)
         # (B k, B n) sparse membership matrix times the points: each cluster's sum, its

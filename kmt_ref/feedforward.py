@@ -68,6 +68,10 @@ class FeedForward:
                     f"{name} must have shape {shape} for W1.shape={(h, D)}; "
                     f"got {name}.shape={np.shape(getattr(self, name))}"
                 )
+        for name in ("W1", "b1", "W2", "b2"):
+            W = getattr(self, name)
+            if isinstance(W, np.ndarray) and not np.all(np.isfinite(W)):  # nan tokens, silently, otherwise
+                raise ValueError(f"FeedForward {name} must be finite; got {name}={W.tolist()!r:.80}")
 
     @property
     def weights(self):

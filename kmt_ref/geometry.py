@@ -12,7 +12,7 @@ import autograd.numpy as anp
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ._validation import check_batch, check_centers, check_data, is_batch
+from ._validation import _as_float_array, check_batch, check_bool, check_centers, check_data, is_batch
 
 __all__ = ["squared_distances", "center_distances", "nearest_center", "point_frame", "PointFrame", "exact_nearest",
            "closest_distinct_pair",
@@ -96,9 +96,11 @@ def exact_nearest(x, C):
     on the candidates. Centers that are the same point tie without any
     arithmetic. More than one ``True`` only at an exact tie.
     """
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(C))):
-        raise ValueError(f"exact_nearest needs a finite point and finite centers; got x={x.tolist()}"
-                         + ("" if np.all(np.isfinite(C)) else " and a non-finite center"))
+    C = _as_float_array("C", C, copy=False)
+    if np.ndim(x) != 1 or np.shape(x)[0] != C.shape[1]:
+        raise ValueError(f"exact_nearest needs a point x of shape (d,) = ({C.shape[1]},) like the centers' rows; "
+                         f"got x.shape={np.shape(x)}")
+    x = _as_float_array("x", np.reshape(x, (1, -1)), copy=False)[0]
     equal = np.all(C == x, axis=-1)
     if equal.any():  # distance exactly 0: the centers equal to x, and only they
         return equal
@@ -251,7 +253,28 @@ def nearest_center(X, C, frame=None, *, ties=False):
     tied : dict, only with ``ties=True``
         ``{index of the point in labels: boolean mask (k,) of its nearest centers}`` for every point at
         an exact tie (what the hardmax attention averages over).
+
+    Raises
+    ------
+    ValueError
+        For anything but real, finite, non-empty arrays of these shapes (entries up to ``MAX_ABS``), or a
+        ``frame`` that is not a :class:`PointFrame` of ``X``.
     """
+    if is_batch(X):
+        X = check_batch(X, C, "C")
+        C = _as_float_array("C", C, "(B, k, d)", copy=False)
+    else:
+        X = _as_float_array("X", X, copy=False)
+        C = _as_float_array("C", C, copy=False)
+        if C.shape[1] != X.shape[1]:
+            raise ValueError(f"C must have d={X.shape[1]} columns like X; got C.shape={C.shape}")
+    if frame is not None and not (isinstance(frame, PointFrame) and frame.points.shape == X.shape):
+        raise ValueError(f"frame must be point_frame(X, origin) of this X; got frame={type(frame).__name__}")
+    return _nearest_center(X, C, frame, ties=check_bool(ties, "ties"))
+
+
+def _nearest_center(X, C, frame=None, *, ties=False):
+    """Trusted kernel of :func:`nearest_center` (its arguments already valid): the library's own calls."""
     n, k, d = X.shape[-2], C.shape[-2], X.shape[-1]
     batch = X.shape[:-2]
     # Without a frame: first from 0 (the points as given, no shifted copy), and a chunk whose rounding leaves
@@ -386,11 +409,11 @@ def kmeans_objective(X, centers):
         ok = np.all(np.isfinite(C), axis=(-2, -1))
         if np.any(ok):
             Xo, Co = X[ok], C[ok]
-            out[ok] = np.sum(assigned_squared_distances(Xo, Co, nearest_center(Xo, Co)), axis=-1)
+            out[ok] = np.sum(assigned_squared_distances(Xo, Co, _nearest_center(Xo, Co)), axis=-1)
         return out
     X = check_data(X)
     C = check_centers(centers, X.shape[1], name="centers")
-    return float(np.sum(assigned_squared_distances(X, C, nearest_center(X, C))))
+    return float(np.sum(assigned_squared_distances(X, C, _nearest_center(X, C))))
 
 
 def iterate_objectives(X, centers):

@@ -47,7 +47,7 @@ from ._validation import (
     check_rng,
     is_batch,
 )
-from .attention import NORMALIZERS
+from .attention import NORMALIZERS, check_tokens
 from .engine import Engine
 from .readout import _check_resolution, _column_stats, _labels, _nearest_of_finite
 from .tokens import TokenLayout
@@ -96,6 +96,11 @@ def transformer_layer(P, Q, blocks, ffn=None, norm=None, *, rng=None, engine=Non
     P, Q : ndarrays of the same shapes
     """
     overwrite = check_bool(overwrite, "overwrite")
+    missing = [b for b in BLOCK_NAMES if b not in blocks]
+    if missing:
+        raise ValueError(f"blocks must hold {BLOCK_NAMES}; missing {missing}")
+    for name in BLOCK_NAMES:
+        check_tokens(P, Q, blocks[name])
     engine = Engine() if engine is None else engine
     # Both point blocks read the OLD P; both center blocks read the NEW P.
     P = engine.residual(P, P, *_write_order(P, Q, blocks["CAX"], blocks["SAX"]), rng, overwrite)

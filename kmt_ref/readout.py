@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from .geometry import ASSIGN_ELEMENTS, closest_distinct_pair, nearest_center
+from .geometry import ASSIGN_ELEMENTS, _nearest_center, closest_distinct_pair
 from .kernels.plain import FEW_KEYS, max_members
 
 __all__ = []  # helpers of KMeansTransformer.run, not an interface of their own
@@ -43,10 +43,10 @@ def _nearest_of_finite(X, C):
     (a run with ``diverged="return"`` reports it instead of refusing it)."""
     finite = np.all(np.isfinite(C), axis=(-2, -1))
     if np.all(finite):
-        return nearest_center(X, C)
+        return _nearest_center(X, C)
     labels = np.zeros(X.shape[:-1], dtype=np.intp)
     if X.ndim == 3 and np.any(finite):
-        labels[finite] = nearest_center(X[finite], C[finite])
+        labels[finite] = _nearest_center(X[finite], C[finite])
     return labels
 
 

@@ -45,6 +45,14 @@ class Trajectory:
     labels: np.ndarray
     assignments: np.ndarray | None = None
 
+    def __post_init__(self):
+        T = np.shape(self.labels)[0] if np.ndim(self.labels) else -1
+        if np.ndim(self.centers) < 3 or np.shape(self.centers)[0] != T + 1 or (
+                self.assignments is not None and np.shape(self.assignments)[:1] != (T,)):
+            raise ValueError("a Trajectory holds n_iter + 1 centers and n_iter labels (and assignments); got "
+                             f"centers.shape={np.shape(self.centers)}, labels.shape={np.shape(self.labels)}, "
+                             f"assignments.shape={None if self.assignments is None else np.shape(self.assignments)}")
+
     @property
     def n_iter(self):
         """Number of iterations (layers) recorded."""

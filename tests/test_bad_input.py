@@ -244,7 +244,7 @@ def test_the_last_unchecked_doors_refuse_bad_input_with_a_value_error():
     assert kmt_ref.kmeans_objective(X, diverged)[1] == np.inf  # a diverged task is reported, as documented
     bad = X[0].copy()
     bad[3, 1] = np.nan
-    with pytest.raises(ValueError, match=r"X must be finite.*X\[3\]"), np.errstate(invalid="ignore"):
+    with pytest.raises(ValueError, match=r"X must be finite.*X\[3, 1\]"), np.errstate(invalid="ignore"):
         nearest_center(bad, X[0, :2])
     with pytest.raises(ValueError, match="C must be finite"), np.errstate(invalid="ignore"):
         nearest_center(X[0], np.array([[0.0, 0.0], [np.inf, 0.0]]))
@@ -291,3 +291,58 @@ def test_a_seed_for_rng_a_string_for_a_flag_and_a_runaway_layer_count_are_refuse
     with pytest.raises(ValueError, match="n_layers"):
         TrainConfig(n_layers=10**6)
     assert TrainConfig(n_layers=3).n_layers == 3
+
+
+def _garbage_cases():
+    from kmt_ref.attention import Block, attend
+    from kmt_ref.feedforward import FeedForward
+    from kmt_ref.geometry import exact_nearest, nearest_center
+    from kmt_ref.kernels import attend as fast_attend
+    from kmt_ref.layer import transformer_layer
+    from kmt_ref.trajectory import Trajectory
+
+    C = np.ones((2, 2))
+    eye = np.eye(3)
+    return {
+        "nearest_center, entries past MAX_ABS": (lambda: nearest_center(np.full((3, 2), 1e200), C),
+                                                 r"\|entry\| <= 1e\+150"),
+        "nearest_center, complex": (lambda: nearest_center(np.ones((3, 2)) * 1j, C), "X must be a real numeric array"),
+        "nearest_center, 4-D": (lambda: nearest_center(np.ones((2, 2, 3, 2)), np.ones((2, 2, 2, 2))), "X.ndim=4"),
+        "nearest_center, no points": (lambda: nearest_center(np.ones((0, 2)), C), "X must be non-empty"),
+        "nearest_center, no centers": (lambda: nearest_center(np.ones((3, 2)), np.ones((0, 2))), "C must be non-empty"),
+        "nearest_center, None": (lambda: nearest_center(None, C), "X must be a real numeric array; got X=None"),
+        "nearest_center, a scalar": (lambda: nearest_center(3.0, C), "X.ndim=0"),
+        "nearest_center, objects": (lambda: nearest_center(np.ones((2, 2), dtype=object), C), "dtype object"),
+        "nearest_center, ragged": (lambda: nearest_center([[1, 2], [3]], C), "rectangular"),
+        "nearest_center, other d": (lambda: nearest_center(np.ones((3, 2)), np.ones((2, 3))), "C must have d=2"),
+        "nearest_center, ties='yes'": (lambda: nearest_center(np.ones((3, 2)), C, ties="yes"), "ties"),
+        "nearest_center, a frame of nothing": (lambda: nearest_center(np.ones((3, 2)), C, frame=3), "frame"),
+        "exact_nearest, past MAX_ABS": (lambda: exact_nearest(np.full(2, 1e200), C), r"\|entry\| <= 1e\+150"),
+        "exact_nearest, complex": (lambda: exact_nearest(np.ones(2) * 1j, C), "x must be a real numeric array"),
+        "exact_nearest, no centers": (lambda: exact_nearest(np.ones(2), np.ones((0, 2))), "C must be non-empty"),
+        "exact_nearest, a scalar point": (lambda: exact_nearest(1.0, C), r"x of shape \(d,\)"),
+        "Block, a 1-D Wq": (lambda: Block(np.ones(3), eye, eye), r"Wq must have shape \(3, 3\)"),
+        "Block, a bias of another width": (lambda: Block(eye, eye, eye, bq=np.ones(2)), r"bq must have shape \(3,\)"),
+        "Trajectory, lengths that disagree": (lambda: Trajectory(np.zeros((3, 2, 2)), np.zeros((5, 4), int)),
+                                              "n_iter \\+ 1 centers and n_iter labels"),
+        "transformer_layer, P and Q of other widths": (
+            lambda: transformer_layer(np.zeros((4, 5)), np.zeros((2, 6)), lloyd_transformer(3, 2).blocks),
+            r"Zk must be tokens of shape \(\.\.\., m, 5\)"),
+        "transformer_layer, a block missing": (
+            lambda: transformer_layer(np.zeros((4, 5)), np.zeros((2, 5)),
+                                      dict(CAX=lloyd_transformer(3, 2).blocks["CAX"])), "missing"),
+        "FeedForward, a NaN bias": (lambda: FeedForward(np.eye(2), np.array([np.nan, 0]), np.eye(2), np.zeros(2)),
+                                    "b1 must be finite"),
+        "attend, no block": (lambda: attend(np.zeros((3, 2)), np.zeros((3, 2)), None), "block must be a Block"),
+        "kernels.attend, no block": (lambda: fast_attend(np.zeros((3, 2)), np.zeros((3, 2)), "CAX"),
+                                     "block must be a Block"),
+        "kernels.attend, tokens of another width": (lambda: fast_attend(np.zeros((3, 2)), np.zeros((3, 2)),
+                                                                        Block(eye, eye, eye)), "Zq must be tokens"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_garbage_cases()))
+def test_the_low_level_entries_refuse_garbage_by_name(case):
+    call, said = _garbage_cases()[case]
+    with pytest.raises(ValueError, match=said):
+        call()

@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from ..programs._cli import ArgumentParser
+from .._cli import ArgumentParser
 from . import EXERCISES, format_results, run_checks
 from .runner import copy_workbook
 

@@ -11,7 +11,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from .._validation import check_rng
-from ..attention import NORMALIZERS, SCORES
+from ..attention import NORMALIZERS, SCORES, check_tokens
 from ..geometry import CHUNK_ELEMENTS
 from . import plain
 from .pool import CACHE_ELEMENTS
@@ -184,6 +184,7 @@ def attend(Zq, Zk, block, rng=None, pool=SERIAL):
 
     ``pool``: threads over a traced batch's tasks (:class:`kmt_ref.kernels.pool.TaskPool`; results do not depend on it).
     """
+    check_tokens(Zq, Zk, block)
     out, rows = attend_parts(Zq, Zk, block, rng, pool)
     if rows is None:
         return out

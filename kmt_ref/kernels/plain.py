@@ -12,7 +12,7 @@ face many; the softmaxes reuse the buffers of :mod:`kmt_ref.kernels.softmax`.
 import numpy as np
 
 from ..attention import block_scores, fixed_order_scores, mean_of_rows, rows_product
-from ..geometry import ASSIGN_ELEMENTS, nearest_center
+from ..geometry import ASSIGN_ELEMENTS, _nearest_center
 from .softmax import add_at, euclidean_scores, softmax_columns, softmax_inplace
 
 __all__ = ["plain_chunk", "linear_over_keys", "is_identity", "euclidean_hardmax", "add_euclidean_hardmax",
@@ -38,7 +38,7 @@ def _nearest_keys(queries, keys):
     the queries as points and the keys as centers (broadcast to one batch shape)."""
     batch = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
     q, k = (np.broadcast_to(a, batch + a.shape[-2:]) for a in (queries, keys))
-    return nearest_center(q, k, ties=True)
+    return _nearest_center(q, k, ties=True)
 
 
 def euclidean_hardmax(queries, keys, values):

@@ -27,7 +27,7 @@ from .config import TrainConfig
 from .train import load_result
 
 __all__ = ["SCALES", "OVERRIDABLE", "RESULTS_DIR", "PAPER_LEARNING", "run_config", "run_name", "checkpoint_path",
-           "soft_kmeans_headline",
+           "soft_kmeans_headline", "soft_kmeans_final",
            "committed", "committed_model", "learning_headline"]
 
 #: Protocol of each scale (``"train"``: optional TrainConfig overrides, e.g. for tests).
@@ -165,13 +165,25 @@ def learning_headline(results_dir=None, scales=("paper", "quick")):
     raise FileNotFoundError(f"no committed learning results under {results_dir}")
 
 
-def soft_kmeans_headline(scale="paper", seeds=None):
+def soft_kmeans_final(config, beta, scale):
+    """Soft k-means at stiffness ``beta`` on the held-out tasks of the run of ``config``
+    (:func:`~kmt_ref.learning.evaluate.evaluation_tasks`, as many as ``scale`` evaluates), from their
+    initial centers, for the scale's evaluation steps: the mean log objective after them."""
+    from ..variants.soft import soft_kmeans
+    from .evaluate import evaluation_tasks, log_objective_curve
+
+    s = SCALES[check_choice(scale, "scale", SCALES)]
+    X, init = evaluation_tasks(config, s["eval_tasks"])
+    C = np.array([soft_kmeans(x, c, s["n_eval_steps"], beta, keep_assignments=False).centers[-1]
+                  for x, c in zip(X, init, strict=True)])
+    return float(log_objective_curve(X, C[None])[0][0])
+
+
+def soft_kmeans_headline(scale="paper"):
     """Soft k-means beside the headline: at the one stiffness the committed interpret experiment chose on
     training tasks (``soft_beta``), from the same initial centers, on the same held-out tasks of every seed
-    as the learning experiment (:func:`~kmt_ref.learning.evaluate.evaluation_tasks` of each committed run),
-    for the same number of steps. Computed, not read: about 16 s at the paper scale.
-
-    ``seeds`` restricts it to some of the scale's seeds (default: all).
+    as the learning experiment (:func:`soft_kmeans_final` of each committed run), for the same number of
+    steps. Computed, not read: about 16 s at the paper scale.
 
     Returns
     -------
@@ -179,20 +191,9 @@ def soft_kmeans_headline(scale="paper", seeds=None):
         ``beta``, ``seeds``, ``final`` (per seed, the mean log objective after the steps), ``median`` and
         ``range`` over the seeds.
     """
-    from ..variants.soft import soft_kmeans
-    from .evaluate import evaluation_tasks, log_objective_curve
-
     check_choice(scale, "scale", ("paper", "quick"))
-    beta, s = committed("interpret", scale)["soft_beta"], SCALES[scale]
-    seeds = list(s["seeds"]) if seeds is None else list(seeds)
-    if any(seed not in s["seeds"] for seed in seeds):
-        raise ValueError(f"seeds must be among the {scale} scale's seeds {list(s['seeds'])}; got seeds={seeds}")
-    final = []
-    for seed in seeds:
-        X, init = evaluation_tasks(committed_model(scale, "d+k", seed).config, s["eval_tasks"])
-        C = np.array([soft_kmeans(x, c, s["n_eval_steps"], beta, keep_assignments=False).centers[-1]
-                      for x, c in zip(X, init, strict=True)])
-        final.append(float(log_objective_curve(X, C[None])[0][0]))
+    beta, seeds = committed("interpret", scale)["soft_beta"], list(SCALES[scale]["seeds"])
+    final = [soft_kmeans_final(committed_model(scale, "d+k", seed).config, beta, scale) for seed in seeds]
     return dict(beta=beta, seeds=seeds, final=final, median=float(np.median(final)),
                 range=[min(final), max(final)])
 

@@ -5,15 +5,9 @@ import ctypes
 import ctypes.util
 import sys
 
+from .._cli import ArgumentParser
+
 __all__ = ["ArgumentParser", "integer_at_least", "positive_number", "keep_freed_memory"]
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """:class:`argparse.ArgumentParser` whose error is one line, ``prog: error: message (see prog --help)``,
-    without the usage block above it, and exit status 2; its sub-command parsers are of its class."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 #: glibc ``mallopt`` parameters (``malloc.h``).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3

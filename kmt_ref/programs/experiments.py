@@ -160,7 +160,7 @@ def tied(scale="paper", results_dir=None, train_missing=True, progress=True, see
     """The id-equivariant (tied) layer beside the standard one, Lloyd's algorithm and tuned soft k-means on
     the same held-out tasks of every seed it has, with both layers' relabelled self-agreement
     (:func:`relabelled_agreement`)."""
-    from ..learning.protocols import soft_kmeans_headline
+    from ..learning.protocols import committed, soft_kmeans_final
 
     s = SCALES[scale]
     tied_models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine, tied=True)
@@ -176,11 +176,12 @@ def tied(scale="paper", results_dir=None, train_missing=True, progress=True, see
         for r in models:
             X, init = evaluation_tasks(r.config, s["eval_tasks"])
             agreement[key].append(relabelled_agreement(r, X, init))
-    soft = soft_kmeans_headline(scale, seeds=done)
+    beta = committed("interpret", scale)["soft_beta"]
     return dict(
         **runs.status(tied_models), standard_status=runs.status(standard),
         lloyd_final=runs.finite(ll[:, -1]), tied_final=runs.finite(m_tied[:, -1]),
-        standard_final=runs.finite(m_std[:, -1]), soft_beta=soft["beta"], soft_final=soft["final"],
+        standard_final=runs.finite(m_std[:, -1]), soft_beta=beta,
+        soft_final=[soft_kmeans_final(r.config, beta, scale) for r in standard],
         tied_val_ratio_final=[float(r.history["val_ratio"][-1]) for r in tied_models],
         standard_val_ratio_final=[float(r.history["val_ratio"][-1]) for r in standard],
         relabellings=RELABELLINGS, tied_relabelled=agreement["tied"], standard_relabelled=agreement["standard"],
