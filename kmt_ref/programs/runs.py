@@ -136,6 +136,9 @@ def seed_models(scale, tokens, results_dir, train_missing, progress, seeds=None,
     if missing:
         what = f"no trained {tokens} model" + "".join(f", {key}={value!r}" for key, value in overrides.items())
         where = f"at the {scale} scale under {results_dir or default_results_dir()} or among the committed results"
+        if overrides.get("perturb"):
+            where += (" (the chaos reruns' checkpoints ship with the repository, not with the installed package: "
+                      "pass a clone's kmt_ref/results/learning as --results-dir)")
         if not out:
             raise MissingModelsError(f"{what} {where} for seeds {missing}: train them, or run without --no-train")
         if progress:
