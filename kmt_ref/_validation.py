@@ -25,6 +25,7 @@ __all__ = [
     "check_k",
     "check_dims",
     "check_fraction",
+    "check_finite",
     "check_image_path",
     "check_int",
     "check_bool",
@@ -112,6 +113,16 @@ def check_writable(path, name="path", folder=True):
         raise ValueError(f"{name} cannot be written to: {name}={path!r} ({err.strerror or err}); choose another "
                          "place") from None
     return path
+
+
+def check_finite(A, name):
+    """Refuse an array with a nan or an infinite entry, naming ``name``, the first such entry's index and its
+    value; an ``autograd`` box is checked by its value. Returns ``A`` as given."""
+    value = np.asarray(getattr(A, "_value", A))
+    if not np.all(np.isfinite(value)):
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
+        raise ValueError(f"{name} must be finite; got {name}[{', '.join(map(str, bad))}]={value[bad]}")
+    return A
 
 
 def check_image_path(path, name="path"):

@@ -68,7 +68,7 @@ from types import MappingProxyType
 import autograd.numpy as anp
 import numpy as np
 
-from ._validation import check_bool, check_callable, check_choice, check_name, check_rng
+from ._validation import check_bool, check_callable, check_choice, check_finite, check_name, check_rng
 from .geometry import exact_nearest, squared_distances
 from .normalizers import gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
 
@@ -451,9 +451,7 @@ class Block:
         for name in ("Wq", "Wk", "Wv", "bq", "bk", "bv"):
             W = getattr(self, name)
             if isinstance(W, np.ndarray):
-                if not np.all(np.isfinite(W)):  # a nan weight would give nan tokens, silently
-                    bad = tuple(int(i) for i in np.argwhere(~np.isfinite(W))[0])
-                    raise ValueError(f"Block {name} must be finite; got {name}{list(bad)}={W[bad]}")
+                check_finite(W, name)  # a nan weight would give nan tokens, silently
                 W = W.copy()
                 W.flags.writeable = False
                 object.__setattr__(self, name, W)

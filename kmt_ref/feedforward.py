@@ -18,7 +18,7 @@ from types import MappingProxyType
 import autograd.numpy as anp
 import numpy as np
 
-from ._validation import check_choice
+from ._validation import check_choice, check_finite
 
 __all__ = ["ACTIVATIONS", "FeedForward"]
 
@@ -70,8 +70,8 @@ class FeedForward:
                 )
         for name in ("W1", "b1", "W2", "b2"):
             W = getattr(self, name)
-            if isinstance(W, np.ndarray) and not np.all(np.isfinite(W)):  # nan tokens, silently, otherwise
-                raise ValueError(f"FeedForward {name} must be finite; got {name}={W.tolist()!r:.80}")
+            if isinstance(W, np.ndarray):
+                check_finite(W, name)  # nan tokens, silently, otherwise
 
     @property
     def weights(self):

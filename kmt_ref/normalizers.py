@@ -47,7 +47,7 @@ Closed forms, with ``z_(1) >= z_(2) >= ...`` the sorted row and
 
 import numpy as np
 
-from ._validation import check_positive, check_rng
+from ._validation import check_finite, check_positive, check_rng
 
 __all__ = ["sparsemax", "entmax15", "normmax2", "normmax_inf", "gumbel_max", "gumbel_softmax"]
 
@@ -59,9 +59,7 @@ def _sorted_desc(z):
     a shift of the row), so the sums below involve only gaps between scores.
     Non-finite scores have no gaps (a nan or inf would give a row of nan): refused.
     """
-    if not np.all(np.isfinite(z)):
-        bad = np.argwhere(~np.isfinite(z))[0]
-        raise ValueError(f"scores must be finite; got scores[{', '.join(map(str, bad))}]={z[tuple(bad)]}")
+    check_finite(z, "scores")
     z = z - np.max(z, axis=-1, keepdims=True)
     zs = -np.sort(-z, axis=-1)
     return z, zs, np.cumsum(zs, axis=-1), np.arange(1, z.shape[-1] + 1)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_callable, check_n_steps
+from ._validation import check_callable, check_finite, check_n_steps
 from .geometry import iterate_objectives
 
 __all__ = ["Trajectory", "iterate"]
@@ -113,8 +113,7 @@ def iterate(step, X, C, n_iter, keep_assignments=False):
     """
     check_callable(step, "step")
     n_iter = check_n_steps(n_iter, "n_iter")
-    if not np.all(np.isfinite(C)):
-        raise ValueError("the initial centers C must be finite; got a nan or inf in C")
+    check_finite(C, "the initial centers C")
     centers = np.empty((n_iter + 1,) + C.shape)
     labels = np.empty((n_iter,) + X.shape[:-1], dtype=np.intp)
     assignments = np.empty((n_iter,) + X.shape[:-1] + C.shape[-2:-1]) if keep_assignments else None

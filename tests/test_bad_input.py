@@ -204,7 +204,7 @@ def test_a_non_finite_weight_is_refused_not_run_into_nan_centers():
             run_steps(bad, X, X[:, :2], config, 1)
         with pytest.raises(ValueError, match="theta must be finite"):  # under autograd too
             grad(lambda t: np.sum(forward(t, X, X[:, :2], config)))(bad)
-        with pytest.raises(ValueError, match=rf"Block Wv must be finite; got Wv\[1, 0\]={value}"):
+        with pytest.raises(ValueError, match=rf"Wv must be finite; got Wv\[1, 0\]={value}"):
             Block(np.eye(2), np.eye(2), np.array([[1.0, 0.0], [value, 1.0]]))
     assert np.all(np.isfinite(run_steps(theta, X, X[:, :2], config, 1)))
 

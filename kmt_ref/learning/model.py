@@ -39,6 +39,7 @@ from .._validation import (
     check_batch,
     check_bool,
     check_choice,
+    check_finite,
     check_fraction,
     check_instance,
     check_int,
@@ -174,10 +175,7 @@ def unflatten(theta, config):
         raise ValueError(
             f"theta must have shape ({config.n_params},) for {config}; got theta.shape={np.shape(theta)}"
         )
-    value = np.asarray(getattr(theta, "_value", theta))  # an autograd box is checked by its value
-    if not np.all(np.isfinite(value)):  # a model with a nan weight computes nan centers, silently
-        bad = int(np.flatnonzero(~np.isfinite(value))[0])
-        raise ValueError(f"theta must be finite; got theta[{bad}]={value[bad]}")
+    check_finite(theta, "theta")  # a model with a nan weight computes nan centers, silently
     out, start = {}, 0
     for bname in BLOCK_NAMES:
         out[bname] = {}
