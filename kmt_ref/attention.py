@@ -89,6 +89,7 @@ __all__ = [
     "mean_over",
     "mean_of_rows",
     "linear_normalize",
+    "linear_average",
     "euclidean_scores",
     "dot_scores",
     "fixed_order_scores",
@@ -332,6 +333,25 @@ def linear_normalize(scores):
     return anp.where(total > 0, scores / safe, 1.0 / width)
 
 
+def linear_average(scores, values=None):
+    """``linear_normalize(scores) @ values``, with a row of zero scores the values' mean as their sum over
+    their count (:func:`mean_of_rows`, as a hardmax mean and Lloyd's empty cluster are), not ``1/r`` times
+    each: the mean of points that sum to 0 exactly is then exactly 0, where ``1/r`` times each leaves a
+    rounding that breaks a tie exact arithmetic has. ``values=None`` stands for the identity (the weights).
+    Traced arrays take the product of the weights."""
+    weights = linear_normalize(scores)
+    if values is None:
+        return weights
+    if type(scores) is not np.ndarray or type(values) is not np.ndarray:
+        return anp.matmul(weights, values)
+    out = rows_product(weights, values)
+    empty = np.sum(scores, axis=-1) == 0
+    if np.any(empty):
+        mean = np.sum(values, axis=-2, keepdims=True) / values.shape[-2]
+        out = np.where(empty[..., None], mean, out)
+    return out
+
+
 @dataclass(frozen=True)
 class Normalizer:
     """A row-wise attention normalizer.
@@ -376,7 +396,7 @@ NORMALIZERS = {
     "softmax": Normalizer(softmax),
     "softmax_dropout": Normalizer(softmax_dropout, needs_rng=True),
     "hardmax": Normalizer(hardmax, uses_gamma=False, average=hardmax_average, fixed_order=True),
-    "linear": Normalizer(linear_normalize, uses_gamma=False, fixed_order=True),
+    "linear": Normalizer(linear_normalize, uses_gamma=False, fixed_order=True, average=linear_average),
     "identity": Normalizer(None, uses_gamma=False),
     "sparsemax": Normalizer(sparsemax, fixed_order=True),
     "normmax2": Normalizer(normmax2, fixed_order=True),

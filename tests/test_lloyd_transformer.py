@@ -391,6 +391,25 @@ def test_by_default_a_run_names_the_first_point_its_hardmax_shares(build):
         build(3, 3).run(Z, Z[:3], 5)
 
 
+@pytest.mark.parametrize("config", ["validated", "paper", "all-attention"])
+def test_an_empty_cluster_s_mean_is_the_points_sum_over_their_count_so_an_exact_tie_survives(config):
+    from kmt_ref.engine import REFERENCE, Engine
+
+    # Centers 2 and 4 lose their points: each moves to the mean of all points, which sum to 0 exactly; center 3
+    # keeps the points at the origin. So three centers are at the origin and the points there are tied, as
+    # Lloyd's algorithm sees them. Weights 1/6 times each point left the empty centers an ulp off 0: the tie
+    # was broken, the label went to center 3, silently.
+    X = np.array([[-2.0, -4.0], [0.0, 0.0], [-4.0, -8.0], [0.0, 0.0], [2.0, 4.0], [4.0, 8.0]])
+    init = np.array([[0.22, 4.65], [-3.84, -3.68], [2.36, 0.59], [0.21, 1.59], [3.80, -2.28]])
+    ref = lloyd(X, init, 3)
+    assert ref.labels[1].tolist() == [1, 2, 1, 2, 0, 0] and np.all(ref.centers[1, 2:] == 0)
+    for engine in (Engine(), REFERENCE):
+        with pytest.warns(UserWarning, match="point 1 is exactly as near to center 2 as to centers 3, 4"):
+            run = lloyd_transformer(2, 5, config=config).run(X, init, 3, warn=True, engine=engine)
+        assert np.all(run.centers[1, 2:] == 0)
+        np.testing.assert_array_equal(run.labels, ref.labels)
+
+
 def test_the_cac_variants_assume_no_tie_as_well():
     import warnings
 

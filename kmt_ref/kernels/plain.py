@@ -11,7 +11,7 @@ face many; the softmaxes reuse the buffers of :mod:`kmt_ref.kernels.softmax`.
 
 import numpy as np
 
-from ..attention import block_scores, fixed_order_scores, mean_of_rows, rows_product
+from ..attention import block_scores, fixed_order_scores, linear_average, mean_of_rows, rows_product
 from ..geometry import ASSIGN_ELEMENTS, _nearest_center
 from .softmax import add_at, euclidean_scores, softmax_columns, softmax_inplace
 
@@ -123,14 +123,14 @@ def _check_nonnegative(scores):
 
 
 def _linear(scores, values):
-    """Non-negative scores over their row sums (an all-zero row: uniform), times the values."""
+    """Non-negative scores over their row sums, times the values (an all-zero row: the values' mean,
+    :func:`~kmt_ref.attention.linear_average`)."""
     _check_nonnegative(scores)
     total = np.sum(scores, axis=-1, keepdims=True)
     if np.all(total > 0):
         scores /= total  # in place: the scores are this chunk's own array
-    else:
-        scores = np.where(total > 0, scores / np.where(total > 0, total, 1.0), 1.0 / scores.shape[-1])
-    return rows_product(scores, values)
+        return rows_product(scores, values)
+    return linear_average(scores, values)
 
 
 def linear_over_keys(queries, keys, values, score):
@@ -166,8 +166,9 @@ def linear_over_keys(queries, keys, values, score):
         total = total + np.sum(s, axis=-1, keepdims=True)
     if np.all(total > 0):
         return num / total
-    # An all-zero row attends uniformly.
-    return np.where(total > 0, num / np.where(total > 0, total, 1.0), np.mean(values, axis=-2, keepdims=True))
+    # An all-zero row: the values' mean, their sum over their count (attention.linear_average).
+    mean = np.sum(values, axis=-2, keepdims=True) / values.shape[-2]
+    return np.where(total > 0, num / np.where(total > 0, total, 1.0), mean)
 
 
 def is_identity(values):
