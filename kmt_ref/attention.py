@@ -334,22 +334,27 @@ def linear_normalize(scores):
 
 
 def linear_average(scores, values=None):
-    """``linear_normalize(scores) @ values``, with a row of zero scores the values' mean as their sum over
-    their count (:func:`mean_of_rows`, as a hardmax mean and Lloyd's empty cluster are), not ``1/r`` times
-    each: the mean of points that sum to 0 exactly is then exactly 0, where ``1/r`` times each leaves a
-    rounding that breaks a tie exact arithmetic has. ``values=None`` stands for the identity (the weights).
-    Traced arrays take the product of the weights."""
-    weights = linear_normalize(scores)
+    """``linear_normalize(scores) @ values`` as the scores times the values over the row sums, a row of zero
+    scores taking the values' mean: their sum, a row of ones times them in the same product (where a
+    cluster that holds every point gets it too), over their count. So equal in exact arithmetic, equal in
+    float: an empty cluster and a cluster of all the points come out the same (their tie is seen, as
+    Lloyd's algorithm sees it), and points that sum to 0 exactly give 0, where ``1/r`` times each would
+    leave a rounding. ``values=None`` stands for the identity (the weights). Traced arrays take the product
+    of the weights."""
     if values is None:
-        return weights
+        return linear_normalize(scores)
     if type(scores) is not np.ndarray or type(values) is not np.ndarray:
-        return anp.matmul(weights, values)
-    out = rows_product(weights, values)
-    empty = np.sum(scores, axis=-1) == 0
-    if np.any(empty):
-        mean = np.sum(values, axis=-2, keepdims=True) / values.shape[-2]
-        out = np.where(empty[..., None], mean, out)
-    return out
+        return anp.matmul(linear_normalize(scores), values)
+    if np.any(scores < 0):
+        raise ValueError("linear attention needs non-negative scores; got a negative score")
+    total = np.sum(scores, axis=-1, keepdims=True)
+    empty = total == 0
+    if not np.any(empty):
+        return rows_product(scores, values) / total
+    ones = np.ones(scores.shape[:-2] + (1, scores.shape[-1]))
+    num = rows_product(np.concatenate([scores, ones], axis=-2), values)
+    mean = num[..., -1:, :] / scores.shape[-1]
+    return np.where(empty, mean, num[..., :-1, :] / np.where(empty, 1.0, total))
 
 
 @dataclass(frozen=True)

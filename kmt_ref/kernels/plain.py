@@ -125,11 +125,6 @@ def _check_nonnegative(scores):
 def _linear(scores, values):
     """Non-negative scores over their row sums, times the values (an all-zero row: the values' mean,
     :func:`~kmt_ref.attention.linear_average`)."""
-    _check_nonnegative(scores)
-    total = np.sum(scores, axis=-1, keepdims=True)
-    if np.all(total > 0):
-        scores /= total  # in place: the scores are this chunk's own array
-        return rows_product(scores, values)
     return linear_average(scores, values)
 
 
@@ -156,19 +151,21 @@ def linear_over_keys(queries, keys, values, score):
     # its three passes (check, product, sum) over each chunk then run in a core's cache.
     ids = score == "dot" and is_identity(queries)
     step = max(1, (ASSIGN_ELEMENTS if ids else STREAM_ELEMENTS) // queries.shape[0])
+    # Each chunk's scores get a last row of ones: the values' sum, in the same product as a row of a center
+    # that holds the chunk's every point (attention.linear_average), for a row whose scores are all 0.
     num, total = 0.0, 0.0
     for b in range(0, keys.shape[0], step):
-        # the ids' scores as one contiguous copy: every pass over them (check, groups, sums) reads it in order
         part = keys[b : b + step]
-        s = np.ascontiguousarray(part.T) if ids else fixed_order_scores(score, queries, part)
+        s = np.empty((queries.shape[0] + 1, part.shape[0]))
+        s[:-1] = part.T if ids else fixed_order_scores(score, queries, part)
+        s[-1] = 1.0
         _check_nonnegative(s)
         num = num + rows_product(s, values[b : b + step])
-        total = total + np.sum(s, axis=-1, keepdims=True)
-    if np.all(total > 0):
-        return num / total
-    # An all-zero row: the values' mean, their sum over their count (attention.linear_average).
-    mean = np.sum(values, axis=-2, keepdims=True) / values.shape[-2]
-    return np.where(total > 0, num / np.where(total > 0, total, 1.0), mean)
+        total = total + np.sum(s[:-1], axis=-1, keepdims=True)
+    empty = total == 0
+    if not np.any(empty):
+        return num[:-1] / total
+    return np.where(empty, num[-1:] / keys.shape[0], num[:-1] / np.where(empty, 1.0, total))
 
 
 def is_identity(values):
