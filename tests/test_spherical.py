@@ -174,7 +174,8 @@ def test_a_mean_whose_directions_cancel_to_rounding_is_warned_about():
     A = rng.standard_normal((3, 3))
     X = np.vstack([A, -A])[rng.permutation(6)]
     init = np.array([[0.3, -1.0, 0.2]])
-    assert np.linalg.norm(normalize_rows(X).mean(axis=0)) < 1e-15  # a direction of rounding, which two sums need not share
+    # the mean's direction is rounding's, which two orders of summing need not share
+    assert np.linalg.norm(normalize_rows(X).mean(axis=0)) < 1e-15
     assert "the directions of center 0's members cancel: their mean has norm" in unique_largest_cosine(X, init)
     with pytest.warns(UserWarning, match=r"before layer 1, the directions of center 0's members cancel"):
         spherical_kmeans_transformer(3, 1).run(X, init, 2, warn=True)
