@@ -25,8 +25,8 @@ from ..learning.model import run_steps
 from ..learning.protocols import SCALES, checkpoint_path, committed_model, run_config
 from . import runs
 
-__all__ = ["precision", "tied", "relabelled_agreement", "figure_runs", "figures_whole", "committed_training_curves",
-           "git_revision", "reproduce_command"]
+__all__ = ["precision", "tied", "relabelled", "relabelled_agreement", "figure_runs", "figures_whole",
+           "committed_training_curves", "git_revision", "reproduce_command"]
 
 #: The settings of the paper's training figures: ``{panel: [overrides, ...]}`` (both token layouts each).
 FIGURE_SETTINGS = {
@@ -136,20 +136,21 @@ def precision(scale="paper", results_dir=None, train_missing=True, progress=True
 RELABELLINGS = 32
 
 
-def relabelled_agreement(run, X, init, n_relabellings=RELABELLINGS, seed=0):
+def relabelled_agreement(run, X, init, n_relabellings=RELABELLINGS, seed=0, engine=None):
     """How far a trained layer's one step moves when the ids of its starts are permuted and the outputs
     mapped back, relative to the step itself: per relabelling, the median over tasks of
     ``||step(init[perm])[inverse] - step(init)|| / ||step(init) - init||`` (0 for a layer that acts alike
-    on every id, up to rounding). The permutations are drawn from ``numpy.random.default_rng(seed)``."""
+    on every id, up to rounding). The permutations are drawn from ``numpy.random.default_rng(seed)``;
+    ``engine`` runs the steps (results do not depend on it)."""
     theta, config = run.theta, run.config.model
-    step = run_steps(theta, X, init, config, 1)[1]
+    step = run_steps(theta, X, init, config, 1, engine=engine)[1]
     move = np.linalg.norm((step - init).reshape(len(X), -1), axis=1)
     rng = np.random.default_rng(seed)
     medians, worst = [], 0.0
     for _ in range(n_relabellings):
         perm = rng.permutation(init.shape[1])
         back = np.empty_like(step)
-        back[:, perm] = run_steps(theta, X, init[:, perm], config, 1)[1]
+        back[:, perm] = run_steps(theta, X, init[:, perm], config, 1, engine=engine)[1]
         ratio = np.linalg.norm((back - step).reshape(len(X), -1), axis=1) / move
         medians.append(float(np.median(ratio)))
         worst = max(worst, float(np.max(ratio)))
@@ -175,7 +176,7 @@ def tied(scale="paper", results_dir=None, train_missing=True, progress=True, see
         agreement[key] = []
         for r in models:
             X, init = evaluation_tasks(r.config, s["eval_tasks"])
-            agreement[key].append(relabelled_agreement(r, X, init))
+            agreement[key].append(relabelled_agreement(r, X, init, engine=engine))
     beta = committed("interpret", scale)["soft_beta"]
     return dict(
         **runs.status(tied_models), standard_status=runs.status(standard),
@@ -186,6 +187,19 @@ def tied(scale="paper", results_dir=None, train_missing=True, progress=True, see
         standard_val_ratio_final=[float(r.history["val_ratio"][-1]) for r in standard],
         relabellings=RELABELLINGS, tied_relabelled=agreement["tied"], standard_relabelled=agreement["standard"],
     )
+
+
+def relabelled(scale="paper", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
+    """The standard layer's one step against itself with the ids of its starts permuted
+    (:func:`relabelled_agreement`, :data:`RELABELLINGS` permutations) on each seed's held-out tasks: the task
+    law makes the ids arbitrary, so a layer that treats ids alike would move by rounding only."""
+    s = SCALES[scale]
+    models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
+    agreement = []
+    for r in models:
+        X, init = evaluation_tasks(r.config, s["eval_tasks"])
+        agreement.append(relabelled_agreement(r, X, init, engine=engine))
+    return dict(**runs.status(models), relabellings=RELABELLINGS, relabelled=agreement)
 
 
 #: The authors' attention dropout, which their model keeps active at evaluation.

@@ -98,6 +98,9 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("tied", "", "beyond the paper: the id-equivariant (tied) layer at the authors' scale beside the "
                "standard layer, Lloyd and soft k-means, and both layers' relabelled self-agreement "
                "(train --paper --tied)", scales=("paper", "quick"), run=experiments.tied, report=reports.tied),
+    Experiment("relabelled", "", "beyond the paper: the standard layer's one step against itself with the ids of "
+               "its starts permuted, on every seed", scales=("paper", "quick"), run=experiments.relabelled,
+               report=reports.relabelled),
     Experiment("weights", "paper Fig. 5", "learned weights next to the construction",
                run=experiments.weights, report=reports.weights),
     Experiment("training-curves", "paper Fig. 9, 10a, 10b", "training loss and validation ratio for the paper's "

@@ -9,8 +9,8 @@ import numpy as np
 
 from ..learning.protocols import PAPER_LEARNING
 
-__all__ = ["learning", "precision", "tied", "eval_dropout", "ablation", "shifted", "training_curves", "any_k",
-           "multi_step", "real_data", "weights", "dissection", "chaos"]
+__all__ = ["learning", "precision", "tied", "relabelled", "eval_dropout", "ablation", "shifted", "training_curves",
+           "any_k", "multi_step", "real_data", "weights", "dissection", "chaos"]
 
 
 def _fmt(value):
@@ -74,6 +74,16 @@ def tied(result):
             lines.append(f"    {key} relabelled: median {np.median(r['median']):.3g}, worst task {r['worst']:.3g}")
     if result.get("partial"):
         lines.append("note: some tied models stopped before n_steps (see steps_done)")
+    return lines
+
+
+def relabelled(result):
+    lines = [f"the standard layer's one step with the ids of its starts permuted ({result['relabellings']} "
+             "relabellings), mapped back, relative to the step (median over tasks: its median over relabellings, "
+             "and the worst task):"]
+    for seed, r in zip(result["seeds"], result["relabelled"], strict=True):
+        lines.append(f"  seed {seed}: median {np.median(r['median']):.3f} [{min(r['median']):.3f}, "
+                     f"{max(r['median']):.3f}], worst task {r['worst']:.2f}")
     return lines
 
 
