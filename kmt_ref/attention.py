@@ -90,6 +90,7 @@ __all__ = [
     "mean_of_rows",
     "linear_normalize",
     "linear_average",
+    "check_linear_scores",
     "euclidean_scores",
     "dot_scores",
     "fixed_order_scores",
@@ -317,6 +318,12 @@ def mean_of_rows(values, chosen):
     return np.sum(rows, axis=0) / rows.shape[0]
 
 
+def check_linear_scores(scores):
+    """Refuse a negative score: linear attention weighs by the scores themselves (traced: by their value)."""
+    if np.any(np.asarray(getattr(scores, "_value", scores)) < 0):
+        raise ValueError("linear attention needs non-negative scores; got a negative score")
+
+
 def linear_normalize(scores):
     """Divide non-negative scores by their row sum; an all-zero row is uniform.
 
@@ -325,8 +332,7 @@ def linear_normalize(scores):
     ValueError
         If a score is negative (linear attention needs non-negative scores).
     """
-    if np.any(np.asarray(getattr(scores, "_value", scores)) < 0):
-        raise ValueError("linear attention needs non-negative scores; got a negative score")
+    check_linear_scores(scores)
     total = anp.sum(scores, axis=-1, keepdims=True)
     width = scores.shape[-1]
     safe = anp.where(total > 0, total, 1.0)
@@ -345,8 +351,7 @@ def linear_average(scores, values=None):
         return linear_normalize(scores)
     if type(scores) is not np.ndarray or type(values) is not np.ndarray:
         return anp.matmul(linear_normalize(scores), values)
-    if np.any(scores < 0):
-        raise ValueError("linear attention needs non-negative scores; got a negative score")
+    check_linear_scores(scores)
     total = np.sum(scores, axis=-1, keepdims=True)
     empty = total == 0
     if not np.any(empty):

@@ -261,13 +261,11 @@ def nearest_center(X, C, frame=None, *, ties=False):
         ``frame`` that is not a :class:`PointFrame` of ``X``.
     """
     if is_batch(X):
-        X = check_batch(X, C, "C")
-        C = _as_float_array("C", C, "(B, k, d)", copy=False)
+        X = check_batch(X, C, "C")  # the centers of each task too
+        C = np.asarray(C, dtype=np.float64)
     else:
-        X = _as_float_array("X", X, copy=False)
-        C = _as_float_array("C", C, copy=False)
-        if C.shape[1] != X.shape[1]:
-            raise ValueError(f"C must have d={X.shape[1]} columns like X; got C.shape={C.shape}")
+        X = _as_float_array("X", X, copy=False)  # check_data would copy the points
+        C = check_centers(C, X.shape[1], "C")
     if frame is not None and not (isinstance(frame, PointFrame) and frame.points.shape == X.shape):
         raise ValueError(f"frame must be point_frame(X, origin) of this X; got frame={type(frame).__name__}")
     return _nearest_center(X, C, frame, ties=check_bool(ties, "ties"))

@@ -80,8 +80,9 @@ import warnings
 import numpy as np
 
 from ._validation import check_centers, check_choice, check_data, check_dims, check_positive
-from .attention import Block
+from .attention import Block, softmax
 from .certificate import exactness_certificate
+from .classical import lloyd
 from .geometry import center_distances, closest_distinct_pair, nearest_center
 from .layer import KMeansTransformer
 from .tokens import TokenLayout
@@ -276,18 +277,14 @@ def _softmax_center_update(X, C, gamma, score, tol):
     arithmetic would (CAX's softmax of distances, then the CAC's weights; the resets taken as exact, their
     leaks are checked apart) and compared with the means of Lloyd's clusters (empty ones are not compared).
     """
-    D = center_distances(X, C)
-    Y = np.exp(-gamma * (D - D.min(axis=1, keepdims=True)))
-    Y /= Y.sum(axis=1, keepdims=True)
+    Y = softmax(-gamma * center_distances(X, C))
     S = 2.0 * Y - np.sum(Y * Y, axis=1, keepdims=True) - 1.0 if score == "euclidean" else Y
-    W = np.exp(gamma * (S - S.max(axis=0)))
-    W /= W.sum(axis=0)
-    labels = nearest_center(X, C)
+    W = softmax(gamma * S.T).T  # each center's weights over the points
+    step = lloyd(X, C, 1)
+    labels, lloyd_centers = step.labels[0], step.centers[1]
     counts = np.bincount(labels, minlength=C.shape[0])
-    means = np.zeros_like(C)
-    np.add.at(means, labels, X)
     full = counts > 0
-    moved = np.linalg.norm(W.T @ X - means / np.maximum(counts, 1)[:, None], axis=1)
+    moved = np.linalg.norm(W.T @ X - lloyd_centers, axis=1)
     moved[~full] = 0.0
     j = int(np.argmax(moved))
     if moved[j] <= tol:

@@ -11,7 +11,14 @@ face many; the softmaxes reuse the buffers of :mod:`kmt_ref.kernels.softmax`.
 
 import numpy as np
 
-from ..attention import block_scores, fixed_order_scores, linear_average, mean_of_rows, rows_product
+from ..attention import (
+    block_scores,
+    check_linear_scores,
+    fixed_order_scores,
+    linear_average,
+    mean_of_rows,
+    rows_product,
+)
 from ..geometry import ASSIGN_ELEMENTS, _nearest_center
 from .softmax import add_at, euclidean_scores, softmax_columns, softmax_inplace
 
@@ -117,11 +124,6 @@ def add_hardmax(out, scores):
     return out
 
 
-def _check_nonnegative(scores):
-    if np.any(scores < 0):
-        raise ValueError("linear attention needs non-negative scores; got a negative score")
-
-
 def _linear(scores, values):
     """Non-negative scores over their row sums, times the values (an all-zero row: the values' mean,
     :func:`~kmt_ref.attention.linear_average`)."""
@@ -159,7 +161,7 @@ def linear_over_keys(queries, keys, values, score):
         s = np.empty((queries.shape[0] + 1, part.shape[0]))
         s[:-1] = part.T if ids else fixed_order_scores(score, queries, part)
         s[-1] = 1.0
-        _check_nonnegative(s)
+        check_linear_scores(s)
         num = num + rows_product(s, values[b : b + step])
         total = total + np.sum(s[:-1], axis=-1, keepdims=True)
     empty = total == 0

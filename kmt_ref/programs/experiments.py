@@ -171,12 +171,8 @@ def tied(scale="paper", results_dir=None, train_missing=True, progress=True, see
     m_std, ll_std, _ = runs.curves(standard, s["n_eval_steps"], s["eval_tasks"], progress=progress, engine=engine)
     if not np.array_equal(ll, ll_std):
         raise AssertionError("the tied and the standard layer were evaluated on different tasks")
-    agreement = {}
-    for key, models in (("tied", tied_models), ("standard", standard)):
-        agreement[key] = []
-        for r in models:
-            X, init = evaluation_tasks(r.config, s["eval_tasks"])
-            agreement[key].append(relabelled_agreement(r, X, init, engine=engine))
+    agreement = {key: _relabelled_seeds(models, s["eval_tasks"], engine)
+                 for key, models in (("tied", tied_models), ("standard", standard))}
     beta = committed("interpret", scale)["soft_beta"]
     return dict(
         **runs.status(tied_models), standard_status=runs.status(standard),
@@ -195,11 +191,13 @@ def relabelled(scale="paper", results_dir=None, train_missing=True, progress=Tru
     law makes the ids arbitrary, so a layer that treats ids alike would move by rounding only."""
     s = SCALES[scale]
     models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
-    agreement = []
-    for r in models:
-        X, init = evaluation_tasks(r.config, s["eval_tasks"])
-        agreement.append(relabelled_agreement(r, X, init, engine=engine))
-    return dict(**runs.status(models), relabellings=RELABELLINGS, relabelled=agreement)
+    return dict(**runs.status(models), relabellings=RELABELLINGS,
+                relabelled=_relabelled_seeds(models, s["eval_tasks"], engine))
+
+
+def _relabelled_seeds(models, n_tasks, engine):
+    """:func:`relabelled_agreement` of each model on its seed's ``n_tasks`` held-out tasks."""
+    return [relabelled_agreement(r, *evaluation_tasks(r.config, n_tasks), engine=engine) for r in models]
 
 
 #: The authors' attention dropout, which their model keeps active at evaluation.

@@ -174,18 +174,25 @@ def spherical_kmeans(X, init, n_iter):
     return _spherical_kmeans(normalize_rows(X), normalize_rows(C), n_iter)
 
 
+def _member_means(Xh, C):
+    """One step's cluster means before their normalization: ``(means, labels, counts)``. Largest cosine, lowest
+    index at ties, ranked as the transformer's hardmax ranks them; an empty cluster takes the mean of all
+    points."""
+    k = C.shape[0]
+    lab = np.argmax(fixed_order_scores("dot", Xh, C), axis=1)
+    counts = np.bincount(lab, minlength=k)
+    sums = np.zeros((k, Xh.shape[1]))
+    np.add.at(sums, lab, Xh)
+    means = sums / np.maximum(counts, 1)[:, None]
+    means[counts == 0] = Xh.mean(axis=0)
+    return means, lab, counts
+
+
 def _spherical_kmeans(Xh, C, n_iter):
     """Trusted kernel of :func:`spherical_kmeans`: unit rows already."""
-    k = C.shape[0]
 
     def step(C, t):
-        # largest cosine, lowest index at ties; summed in the order the transformer's hardmax ranks them
-        lab = np.argmax(fixed_order_scores("dot", Xh, C), axis=1)
-        counts = np.bincount(lab, minlength=k)
-        sums = np.zeros((k, Xh.shape[1]))
-        np.add.at(sums, lab, Xh)
-        means = sums / np.maximum(counts, 1)[:, None]
-        means[counts == 0] = Xh.mean(axis=0)
+        means, lab, _ = _member_means(Xh, C)
         return normalize_rows(means), lab
 
     return iterate(step, Xh, C, n_iter)
@@ -274,14 +281,7 @@ def _cancelling_mean(X, C):
     """None, or what :func:`unique_largest_cosine` says of a cluster whose unit members (all points, for an
     empty one) have a mean within the rounding of 0: its direction, the new center, is then decided by how
     the sum was rounded (an exact 0 gives the zero vector), and the two orders of summing need not agree."""
-    Xh = normalize_rows(X)
-    k = C.shape[0]
-    lab = np.argmax(fixed_order_scores("dot", Xh, normalize_rows(C)), axis=1)
-    counts = np.bincount(lab, minlength=k)
-    means = np.zeros((k, X.shape[1]))
-    np.add.at(means, lab, Xh)
-    means /= np.maximum(counts, 1)[:, None]
-    means[counts == 0] = Xh.mean(axis=0)
+    means, _, counts = _member_means(normalize_rows(X), normalize_rows(C))
     norms = np.sqrt(np.sum(means * means, axis=1))
     tol = 4 * (X.shape[0] + X.shape[1]) * np.finfo(float).eps  # a mean of unit vectors, summed in any order
     small = np.flatnonzero(norms <= tol)
