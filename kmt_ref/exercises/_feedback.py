@@ -15,7 +15,7 @@ import traceback
 import numpy as np
 
 __all__ = [
-    "CheckFailedError", "show", "indent", "inputs", "call", "as_array", "failed", "expect", "expect_close",
+    "CheckFailedError", "show", "indent", "inputs", "call", "gradient", "as_array", "failed", "expect", "expect_close",
 ]
 
 
@@ -87,24 +87,43 @@ def call(fn, *args, on, traced=False):
         ``fn`` runs the reader's code under autograd: an error then most
         likely means code autograd cannot trace, and the message says how to fix it.
     """
-    copies = [_copy(a) for a in args]
+    from .solver import ReaderError, RemoteFunction
+
     try:
         # NaN and overflow are reported by the comparison (with the input), not as warnings.
-        with np.errstate(all="ignore"):
-            result = fn(*copies)
+        if isinstance(fn, RemoteFunction):  # the reader's process gets copies and says which it changed
+            result, modified = fn.invoke(args)
+        else:
+            copies = [_copy(a) for a in args]
+            with np.errstate(all="ignore"):
+                result = fn(*copies)
+            modified = [i for i, (original, seen) in enumerate(zip(args, copies, strict=True))
+                        if isinstance(original, np.ndarray) and not np.array_equal(original, seen, equal_nan=True)]
     except (NotImplementedError, CheckFailedError):
         raise
     except Exception as exc:  # the reader's code may raise anything; report it with the input
-        traced_error = traced and isinstance(exc, (TypeError, ValueError))
-        hint = AUTOGRAD_HINT if traced_error or "ArrayBox" in str(exc) else ""
-        raise failed(f"your function raised {type(exc).__name__}: {exc}{_in_readers_file(exc, fn)}{hint}",
-                     on) from exc
-    for position, (original, seen) in enumerate(zip(args, copies, strict=True)):
-        if isinstance(original, np.ndarray) and not np.array_equal(original, seen, equal_nan=True):
-            raise failed(
-                f"your function modified its argument #{position + 1} in place; return a new array "
-                "instead (a caller's data must never change)", on)
+        type_name, where = ((exc.type_name, exc.where) if isinstance(exc, ReaderError)
+                            else (type(exc).__name__, _in_readers_file(exc, fn)))
+        message = exc.message if isinstance(exc, ReaderError) else str(exc)
+        traced_error = traced and type_name in ("TypeError", "ValueError")
+        hint = AUTOGRAD_HINT if traced_error or "ArrayBox" in message else ""
+        raise failed(f"your function raised {type_name}: {message}{where}{hint}", on) from exc
+    if modified:
+        raise failed(
+            f"your function modified its argument #{modified[0] + 1} in place; return a new array "
+            "instead (a caller's data must never change)", on)
     return result
+
+
+def gradient(fn, argnum):
+    """autograd's gradient of the reader's ``fn`` in argument ``argnum``, computed where ``fn`` runs."""
+    from autograd import grad
+
+    from .solver import RemoteFunction
+
+    if isinstance(fn, RemoteFunction):
+        return fn.grad(argnum)
+    return grad(fn, argnum)
 
 
 def _copy(value):

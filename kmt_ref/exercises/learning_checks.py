@@ -4,13 +4,12 @@ import math
 import time
 
 import numpy as np
-from autograd import grad
 
 from ..classical import kmeans_objective, lloyd
 from ..layer import KMeansTransformer
 from ..tasks import gaussian_mixture
 from ..tokens import TokenLayout
-from ._feedback import as_array, call, expect, expect_close, inputs
+from ._feedback import as_array, call, expect, expect_close, gradient, inputs
 
 
 def _loss_by_definition(X, C, tau):
@@ -53,8 +52,7 @@ def check_smoothed_loss(smoothed_loss):
                f"upper bound violated: loss {got:.6g} < k-means objective {kmeans_objective(X_, C_):.6g}"
                f"\n  on input:\n{on}")
     on = "  (gradient in the centers, by autograd)\n" + inputs(X=X, centers=C, tau=0.1)
-    gradient = call(grad(lambda c: smoothed_loss(X, c, 0.1)), C, on=on, traced=True)
-    g = as_array(gradient, "gradient", on, shape=C.shape)
+    g = as_array(call(gradient(smoothed_loss, 1), X, C, 0.1, on=on, traced=True), "gradient", on, shape=C.shape)
     h, numeric = 1e-6, np.zeros_like(C)
     for idx in np.ndindex(C.shape):
         e = np.zeros_like(C)

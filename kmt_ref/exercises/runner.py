@@ -154,12 +154,25 @@ def _where(exc, path):
     return f" (at {path.name}, line {f.lineno}: {f.line})"
 
 
-def run_check(exercise, directory):
-    """Load the reader's function for ``exercise`` from ``directory`` and check it (in this process)."""
+def run_check(exercise, directory, remote=False):
+    """Load the reader's function for ``exercise`` from ``directory`` and check it.
+
+    ``remote=False`` runs the reader's function in this process; ``remote=True`` in a process of its own
+    (:mod:`~kmt_ref.exercises.solver`) that receives its arguments and returns its results as data, so
+    that the reader's code cannot read or change what the check compares.
+    """
     path = Path(directory) / f"{exercise.stem}.py"
     start = time.perf_counter()
+    close = None
     try:
-        fn = load_function(path, exercise.function)
+        if remote:
+            if not path.is_file():
+                raise CheckFailedError(f"file not found: {path}")
+            from .solver import start as start_solver
+
+            fn, close = start_solver(path, exercise.function)
+        else:
+            fn = load_function(path, exercise.function)
         note = exercise.check(fn)
         passed, message = True, note or "all cases agree"
     except NotImplementedError:
@@ -175,6 +188,9 @@ def run_check(exercise, directory):
     except Exception as exc:  # the reader's code crashed inside the check
         passed = False
         message = f"your code raised {type(exc).__name__}: {exc}{_where(exc, path.resolve())}"
+    finally:
+        if close is not None:
+            close()
     return CheckResult(exercise, passed, message, time.perf_counter() - start)
 
 
@@ -204,33 +220,45 @@ def _limits():
 
 #: ``prctl`` option: orphaned descendants are re-parented to this process instead of to init (Linux).
 _PR_SET_CHILD_SUBREAPER = 36
-#: Seconds between two looks of the guardian (``_GUARDIAN``) at the checker.
+#: Seconds between two looks of the guardian (``_GUARDIAN``) at the processes it watches.
 GUARD_INTERVAL = 0.05
-#: The guardian: while its standard input stays open, it resumes the checker whenever it finds it stopped.
+#: The guardian: while its standard input stays open, it resumes the watched processes whenever it finds one
+#: stopped: this process (its argument) and the checker under it (whose pid arrives on standard input).
 _GUARDIAN = f"""
 import os, select, signal, sys
-pid = int(sys.argv[1])
-while not select.select([sys.stdin], [], [], {GUARD_INTERVAL})[0]:
-    try:
-        with open(f"/proc/{{pid}}/stat") as f:
-            stopped = f.read().rsplit(")", 1)[1].split()[0] in "tT"
-        if stopped:
-            os.kill(pid, signal.SIGCONT)
-    except (OSError, IndexError):
-        break
+pids = [int(sys.argv[1])]
+while True:
+    if select.select([sys.stdin], [], [], {GUARD_INTERVAL})[0]:
+        line = sys.stdin.readline()
+        if not line:
+            break
+        pids.append(int(line))
+    for pid in pids:
+        try:
+            with open(f"/proc/{{pid}}/stat") as f:
+                stopped = f.read().rsplit(")", 1)[1].split()[0] in "tT"
+            if stopped:
+                os.kill(pid, signal.SIGCONT)
+        except (OSError, IndexError):
+            pass
 """
 
 
-def _subreaper(on):
-    """Make this process the one that adopts its orphaned descendants (``on``) or stop; whether it could."""
+def _prctl(option, value):
+    """Linux's ``prctl(option, value)``; whether it took (False where there is no such call)."""
     import ctypes
     import ctypes.util
 
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+        return libc.prctl(option, int(value), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def _subreaper(on):
+    """Make this process the one that adopts its orphaned descendants (``on``) or stop; whether it could."""
+    return _prctl(_PR_SET_CHILD_SUBREAPER, on)
 
 
 def _children():
@@ -276,18 +304,21 @@ def _parse_result(line, secret):
 
 
 def run_check_isolated(exercise, directory, timeout=120.0):
-    """:func:`run_check` in a fresh Python process with a time limit.
+    """:func:`run_check` in a fresh Python process with a time limit, the reader's code in another.
 
-    A solution that loops forever, exits the interpreter or crashes it fails
-    its own exercise, with the reason, and the other exercises are still
-    checked (the command line runs every exercise this way). The process runs
-    in its own process group, killed whole at the time limit (a forked
-    grandchild too); on Linux the checker adopts what the solution leaves
-    behind (a double-forked daemon in its own session) and kills it, and a
-    guardian process resumes the checker if the solution stops it; its output goes to a file capped at
-    :data:`MAX_OUTPUT_BYTES` and is decoded with replacement characters; its
-    result counts only with this run's secret; and the checker's own files
-    are compared before and after it, and restored if it changed them.
+    The check runs in a checker process (:mod:`~kmt_ref.exercises.child`) and the reader's function in a
+    solver process under it (:mod:`~kmt_ref.exercises.solver`), which receives arguments and returns
+    results as data: the reader's code can neither read the check's expected values nor rebind its
+    comparisons. A solution that loops forever, exits the interpreter or crashes it fails its own
+    exercise, with the reason, and the other exercises are still checked (the command line runs every
+    exercise this way). The checker runs in its own process group, killed whole at the time limit (the
+    solver and anything it forked too); on Linux this process adopts what the solution leaves behind (a
+    double-forked daemon in its own session) and kills it, and a guardian process resumes this process
+    and the checker if the solution stops them; the output goes to a file capped at
+    :data:`MAX_OUTPUT_BYTES` and is decoded with replacement characters; the result counts only with this
+    run's secret, which the solver cannot read (the checker is not dumpable, so a process of the same
+    user cannot read its memory or environment; a process running as root still can); and the checker's
+    own files are compared before and after, and restored if the solution changed them.
     """
     import secrets
     import signal
@@ -309,6 +340,9 @@ def run_check_isolated(exercise, directory, timeout=120.0):
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         child = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
                                  start_new_session=posix, preexec_fn=_limits if posix else None)
+        if guardian is not None:
+            guardian.stdin.write(f"{child.pid}\n".encode())
+            guardian.stdin.flush()
         try:
             child.wait(timeout=timeout)
             timed_out = False
