@@ -481,19 +481,21 @@ def test_a_non_utf8_byte_in_the_output_and_a_forged_result_line_pass_nothing(tmp
     assert not result.passed and "not implemented yet" in result.message
 
 
-def test_a_solution_that_rewrites_the_checker_files_is_caught_and_undone(tmp_path):
-    import kmt_ref.exercises._feedback as feedback
+@pytest.mark.parametrize("module", ["kmt_ref.exercises._feedback", "kmt_ref.classical"])
+def test_a_solution_that_rewrites_the_checker_files_is_caught_and_undone(tmp_path, module):
+    import importlib
 
-    original = Path(feedback.__file__).read_bytes()
+    path = Path(importlib.import_module(module).__file__)
+    original = path.read_bytes()
     result = _one_solution(tmp_path, f"""
-        with open({feedback.__file__!r}, "a") as f:
+        with open({str(path)!r}, "a") as f:
             f.write("\\nexpect = lambda *args, **kwargs: None\\n")
 
         def lloyd_step(X, C):
             raise NotImplementedError
         """)
-    assert not result.passed and "changed the checker's own files" in result.message
-    assert Path(feedback.__file__).read_bytes() == original
+    assert not result.passed and "changed the checker's own files" in result.message and path.name in result.message
+    assert path.read_bytes() == original
 
 
 def test_a_forked_grandchild_does_not_outlive_the_time_limit(tmp_path):

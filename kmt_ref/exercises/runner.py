@@ -205,9 +205,10 @@ MAX_MEMORY_BYTES = 8 * 2**30
 
 
 def _checker_files():
-    """The checker's own files, as bytes: a solution that rewrites one is found and undone."""
-    here = Path(__file__).resolve().parent
-    return {path: path.read_bytes() for path in sorted(here.glob("*.py"))}
+    """The package's source files (the checks and the library they run), as bytes: a solution that rewrites
+    one is found and undone."""
+    package = Path(__file__).resolve().parent.parent
+    return {path: path.read_bytes() for path in sorted(package.rglob("*.py"))}
 
 
 def _limits():
