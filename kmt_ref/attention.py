@@ -276,12 +276,25 @@ def euclidean_hardmax_average(queries, keys, values=None):
     -------
     ndarray, shape (..., m, D')
     """
+    queries, keys = _as_decided(queries, "queries"), _as_decided(keys, "keys")
     batch = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
     Q, K = np.broadcast_to(queries, batch + queries.shape[-2:]), np.broadcast_to(keys, batch + keys.shape[-2:])
     mask = np.zeros(batch + (Q.shape[-2], K.shape[-2]), dtype=bool)
     for index in np.ndindex(*mask.shape[:-1]):
         mask[index] = exact_nearest(Q[index], K[index[:-1]])
     return mean_over(mask, values)
+
+
+def _as_decided(Z, name):
+    """Tokens a Euclidean hardmax decides on: float arrays as they are; an array of exact rationals (object
+    dtype: :mod:`kmt_ref.symbolic` runs the layer on them) as the float64 numbers it equals, so that the
+    same rule decides on the same numbers. ``ValueError`` if one entry has no float64 equal."""
+    if Z.dtype != object:
+        return Z
+    F = Z.astype(float)
+    if not all(f == z for f, z in zip(F.ravel(), Z.ravel(), strict=True)):
+        raise ValueError(f"a Euclidean hardmax decides on float64 numbers; {name} holds a rational that is not one")
+    return F
 
 
 def mean_over(mask, values=None):

@@ -32,24 +32,41 @@ symbolic points (:func:`prove`):
 * Theorem 2.2's FFN writes ``||c||^2`` into the cleared norm slot, through
   ``relu(t)^2 + relu(-t)^2 = t^2`` (:func:`ffn_lemma`).
 
-The hardmax's arg-max is not an algebraic operation; the lemmas state what it
-is given (the nearest center, the point itself), which the score lemmas prove.
+The hardmax's arg-max is not an algebraic operation; the lemmas above state what
+it is given (the nearest center, the point itself), which the score lemmas prove.
+Two statements read the rest of the model and the code that runs it:
+
+* each block's mechanism is the one the statement names: score, normalizer, its
+  parameter (gamma, beta, the sharpness, the threshold) and no biases, against
+  the configuration (:func:`theorem_mechanisms`) or the variant's statement at
+  the parameter its classical twin takes (:func:`mechanism_lemma`,
+  :func:`prove_variant`);
+* the library's own :func:`~kmt_ref.layer.transformer_layer`, run on arrays of
+  exact rationals (:class:`ExactNumber`), maps ``[X | Y_t], [C_t | I]`` to
+  ``[X | Y_t+1], [C_t+1 | I]`` for every assignment pattern, on one exact
+  problem per pattern, the arg-max decided by the library's own rule
+  (:func:`library_layer_lemma`).
 """
 
 import itertools
+import operator
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import sympy as sp
 
 from ._validation import check_instance, check_int
-from .layer import KMeansTransformer
+from .attention import NORMALIZERS
+from .engine import REFERENCE
+from .layer import KMeansTransformer, transformer_layer
 
 __all__ = ["Identity", "SymbolicCheckError", "typeset", "MAX_POINTS", "exact", "symbolic_tokens", "block_scores",
            "block_values",
            "cax_score_feedback", "cac_feedback", "ffn_feedback", "cax_lemma", "variant_lemmas", "sax_lemma",
-           "center_lemmas", "layer_lemma", "ffn_lemma", "prove"]
+           "center_lemmas", "layer_lemma", "ffn_lemma", "prove", "Checked", "ExactNumber", "describe_block",
+           "mechanism_lemma", "theorem_mechanisms", "library_layer_lemma", "prove_variant"]
 
 
 class SymbolicCheckError(AssertionError):
@@ -329,7 +346,8 @@ def _attend(block, Zq, Zk, name):
             rows.append([S[a, b] / total if total != 0 else sp.Rational(1, S.shape[1]) for b in range(S.shape[1])])
         return sp.Matrix(rows) * values
     if block.normalizer != "hardmax":
-        raise ValueError(f"the lemmas cover gamma = inf (hardmax, linear, identity); got {block.normalizer!r}")
+        raise SymbolicCheckError(f"{name}: {describe_block(block)} is not what the lemmas state; they cover "
+                                 "gamma = inf (hardmax, linear, identity)")
     weights = sp.zeros(*S.shape)
     for a in range(S.shape[0]):
         top = max(S[a, :])
@@ -410,7 +428,8 @@ def _one_layer(model, labels):
 def _ffn(ffn, Q):
     """``W2 act(W1 q + b1) + b2`` on symbolic tokens, for the ``relu2`` activation."""
     if ffn.activation != "relu2":
-        raise ValueError(f"the FFN lemma covers the relu2 activation; got {ffn.activation!r}")
+        raise SymbolicCheckError(f"FFN: its activation is {ffn.activation!r}; the FFN lemma states relu2, whose "
+                                 "square makes ||c||^2")
     W1, b1, W2, b2 = (exact(np.atleast_2d(ffn.weights[name])) for name in ("W1", "b1", "W2", "b2"))
     hidden = (Q * W1.T + sp.ones(Q.shape[0], 1) * b1).applyfunc(lambda t: sp.Max(t, 0) ** 2)
     return hidden * W2.T + sp.ones(Q.shape[0], 1) * b2
@@ -431,7 +450,7 @@ def ffn_lemma(model):
     return Identity("the FFN's update of [c | e_1 | 0 | 1]", sp.simplify(out), expected, f"d = {layout.d}")
 
 
-def variant_lemmas(model, n=3):
+def variant_lemmas(model, n=3, expected=None):
     """The blocks of a registered variant (:data:`~kmt_ref.variants.registry.VARIANTS`), each proved as the variant's
     proposition uses it, for every input: a list of :class:`Identity`.
 
@@ -444,11 +463,20 @@ def variant_lemmas(model, n=3):
     k-means, whose normalizer multiplies them by its sharpness); a Euclidean score is
     ``-(G ||e_j - y_i||^2 + eps ||c_j - x_i||^2)`` with positive ``G, eps`` and no other term (the CAC
     variants: trimmed, robust, entmax, k-medoids), ``G`` and ``eps`` the squares of the weights' scales.
+
+    ``expected``: the statement's mechanisms (:attr:`kmt_ref.variants.registry.Variant.mechanisms` at the
+    model's parameter; :func:`prove_variant` passes them): each block's normalizer, its parameter and no
+    biases (:func:`mechanism_lemma`), a Euclidean CAC's ``G`` and ``eps`` (to 1e-12: the weights hold their
+    square roots in float64), and a normalization of the ``x`` block (:func:`_unit_x_norm`).
     """
     n = _checked(model, n, low=2)
     layout, blocks = model.layout, model.blocks
     P, Q, X, Y, C = symbolic_tokens(layout, n)
     proved = []
+    if expected is not None:
+        proved.append(mechanism_lemma(model, expected))
+        if model.norm is not None:
+            proved.append(_unit_x_norm(model))
     if blocks["CAX"].score == "euclidean":
         proved.append(cax_lemma(model, min(n, 2)))
     else:
@@ -489,10 +517,219 @@ def variant_lemmas(model, n=3):
             raise SymbolicCheckError(f"CAC: the Euclidean score is not -(G ||e_j - y_i||^2 + eps ||c_j - x_i||^2) "
                                      f"with positive G, eps: the residual of the stated form is {residual[0]}")
         G0, eps0 = solution[0][G], solution[0][eps]
+        for symbol, value in (("G", G0), ("eps", eps0)):
+            want = (expected or {}).get("CAC", {}).get(symbol)
+            if want is not None and abs(float(value) / want - 1) > 1e-12:
+                raise SymbolicCheckError(f"CAC: its score's {symbol} is {float(value):.10g}, where the statement "
+                                         f"has {want:.10g}")
         proved.append(Identity(f"CAC's score s_11 of point 1 for center 1, with G = {float(G0):.6g} and eps = "
                                f"{float(eps0):.6g} (the squares of the weights' scales, as float64 holds them)",
                                sp.Symbol("s_{11}"), stated[0], _size(layout, n)))
     return proved
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A statement checked exactly on the library's objects (no identity to typeset): ``statement`` at ``size``."""
+
+    statement: str
+    size: str
+    source: str = "on the model the library builds"
+
+    def _repr_markdown_(self):
+        return f"Checked exactly ({typeset(self.size)}), {self.source}: {typeset(self.statement)}.\n"
+
+
+def describe_block(block):
+    """A block's mechanism in words: its score, its normalizer with its parameters, and its biases."""
+    if block.normalizer == "identity":
+        text = "identity attention (each token reads itself)"
+    else:
+        gamma = f" at gamma = {block.gamma:g}" if NORMALIZERS[block.normalizer].uses_gamma else ""
+        params = "".join(f", {name} = {value:g}" for name, value in block.params.items())
+        limit = " (gamma = inf)" if block.normalizer == "hardmax" else ""
+        text = f"{block.score} score, {block.normalizer}{limit}{gamma}{params}"
+    biases = [name for name in ("bq", "bk", "bv") if getattr(block, name) is not None]
+    return text + (f", biases {', '.join(biases)}" if biases else ", no biases")
+
+
+def theorem_mechanisms(spec):
+    """The mechanisms a configuration of Theorems 2.1 and 2.2 states at ``gamma = inf``, as
+    :func:`mechanism_lemma` reads them: ``spec`` maps each block to ``(score, kind)`` (the ``CONFIGS`` of
+    :mod:`kmt_ref.lloyd_transformer` and :mod:`kmt_ref.dot_product_transformer`); an attention is the
+    hardmax, the limit of softmax as gamma grows."""
+    normalizer = {"attention": "hardmax", "linear": "linear", "identity": "identity"}
+    return {name: ({"normalizer": "identity"} if kind == "identity"
+                   else {"score": score, "normalizer": normalizer[kind]}) for name, (score, kind) in spec.items()}
+
+
+def mechanism_lemma(model, expected):
+    """Every block's mechanism is the one the statement names: its score, its normalizer, the normalizer's
+    parameter (``gamma`` where the normalizer uses it, ``params`` such as sparsemax's threshold) and no
+    biases; the model has no normalization between layers unless ``expected`` names one (``"norm"``), and an
+    FFN only with the ``relu2`` activation the FFN lemma proves.
+
+    ``expected``: ``{block: {"score": str, "normalizer": str, "gamma": float, "params": dict}}``, a key left
+    out not stated (the CAC variants' ``"G"`` and ``"eps"`` are read by :func:`variant_lemmas`). Floats are
+    compared exactly: a model built at ``beta = 3`` is not the statement at 6."""
+    _checked(model)
+    for name, block in model.blocks.items():
+        want = expected.get(name, {})
+        for field in ("score", "normalizer", "gamma"):
+            if field in want and getattr(block, field) != want[field]:
+                raise SymbolicCheckError(f"{name}: its {field} is {getattr(block, field)!r}, where the statement "
+                                         f"has {want[field]!r} ({describe_block(block)})")
+        if "params" in want and dict(block.params) != dict(want["params"]):
+            raise SymbolicCheckError(f"{name}: its normalizer's parameters are {dict(block.params)}, where the "
+                                     f"statement has {dict(want['params'])}")
+        biases = [b for b in ("bq", "bk", "bv") if getattr(block, b) is not None]
+        if biases:
+            raise SymbolicCheckError(f"{name}: it has biases ({', '.join(biases)}); the statement has none")
+    if (model.norm is not None) != ("norm" in expected):
+        raise SymbolicCheckError(f"the model has {'a' if model.norm is not None else 'no'} normalization between "
+                                 f"layers; the statement has {'one' if 'norm' in expected else 'none'}")
+    if model.ffn is not None and getattr(model.ffn, "activation", None) != "relu2":
+        raise SymbolicCheckError(f"the FFN's activation is {getattr(model.ffn, 'activation', model.ffn)!r}, not "
+                                 "the relu2 whose square makes ||c||^2")
+    blocks = "; ".join(f"{name}: {describe_block(block)}" for name, block in model.blocks.items())
+    return Checked(f"the blocks' mechanisms are the statement's ({blocks})", f"d = {model.d}, k = {model.k}")
+
+
+def _exact_operation(op, reflected=False):
+    def method(a, b):
+        if isinstance(b, (float, np.floating)):
+            b = Fraction(float(b))  # the float's exact value (inf or nan raise: no exact number is one)
+        elif isinstance(b, np.integer):
+            b = int(b)
+        elif not isinstance(b, (int, Fraction)):
+            return NotImplemented
+        return ExactNumber(op(b, Fraction(a)) if reflected else op(Fraction(a), b))
+    return method
+
+
+class ExactNumber(Fraction):
+    """A rational whose arithmetic with a float uses the float's exact value (a ``Fraction`` would round the
+    result to a float): the library's code, run on arrays of these, computes in exact arithmetic."""
+
+    __add__, __radd__ = _exact_operation(operator.add), _exact_operation(operator.add, True)
+    __sub__, __rsub__ = _exact_operation(operator.sub), _exact_operation(operator.sub, True)
+    __mul__, __rmul__ = _exact_operation(operator.mul), _exact_operation(operator.mul, True)
+    __truediv__, __rtruediv__ = _exact_operation(operator.truediv), _exact_operation(operator.truediv, True)
+
+    def __neg__(self):
+        return ExactNumber(-Fraction(self))
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return ExactNumber(abs(Fraction(self)))
+
+    def __pow__(self, exponent):
+        return ExactNumber(Fraction(self) ** exponent)
+
+
+def _exact_tokens(layout, Z, ids):
+    """Tokens (an object array of :class:`ExactNumber`) holding the rows of ``Z`` and of ``ids`` (the ``y`` block),
+    the exact squared norm and 1 where the layout has those blocks: the embedding the statement names."""
+    T = np.full((Z.shape[0], layout.width), ExactNumber(0), dtype=object)
+    for name, part in layout.slices.items():
+        T[:, part] = {"x": lambda: Z, "y": lambda: ids, "sqnorm": lambda: np.sum(Z * Z, axis=1)[:, None],
+                      "one": lambda: ExactNumber(1)}[name]()
+    return T
+
+
+def _exact_problem(layout, labels):
+    """Exact points whose nearest centers are ``labels``, distinct and exactly float64 (the Euclidean hardmax
+    decides on float64 numbers), and the centers: centers 4 apart along the first axis, each point within
+    1/2 of its own."""
+    d, k = layout.d, layout.k
+    C = np.array([[ExactNumber(4 * j) if a == 0 else ExactNumber(j + a, 4) for a in range(d)] for j in range(k)],
+                 dtype=object)
+    X = np.array([[C[label, a] + ExactNumber(i + 1, 2 ** (a + 4)) * (-1) ** a for a in range(d)]
+                  for i, label in enumerate(labels)], dtype=object)
+    return X, C
+
+
+def library_layer_lemma(model, n=3):
+    """The library's own layer (:func:`kmt_ref.layer.transformer_layer`, the reference attention) in exact
+    arithmetic maps ``[X | Y_t], [C_t | I]`` to ``[X | Y_t+1], [C_t+1 | I]`` for every assignment pattern of
+    ``n`` points: Lloyd's step, with no rounding anywhere.
+
+    The tokens are arrays of :class:`ExactNumber`, which the layer's code computes with as it does with
+    floats, so this reads the code that runs, not a second writing of it: which block reads which tokens, the
+    order of the residual sums, the normalizers' arithmetic, the FFN. A hardmax's arg-max is decided by the
+    library's own rule on the same numbers (they are float64 values). One exact problem per pattern (points
+    near their centers, at distinct places), each with two ``Y_t``: none (as embedded) and every point
+    assigned elsewhere. Needs the mechanisms of ``gamma = inf`` (hardmax, linear, identity).
+    """
+    n = _checked(model, n, low=1)
+    layout = model.layout
+    for name, block in model.blocks.items():
+        if block.normalizer not in ("hardmax", "linear", "identity"):
+            raise SymbolicCheckError(f"{name}: {describe_block(block)} is not exact arithmetic; the layer's lemma "
+                                     "covers gamma = inf (hardmax, linear, identity)")
+    eye = np.array([[ExactNumber(int(i == j)) for j in range(layout.k)] for i in range(layout.k)], dtype=object)
+    for labels in itertools.product(range(layout.k), repeat=n):
+        X, C = _exact_problem(layout, labels)
+        members = [[i for i, a in enumerate(labels) if a == j] or list(range(n)) for j in range(layout.k)]
+        means = np.array([np.sum(X[m], axis=0) / len(m) for m in members], dtype=object)
+        expected_P, expected_Q = _exact_tokens(layout, X, eye[list(labels)]), _exact_tokens(layout, means, eye)
+        for before in (np.full((n, layout.k), ExactNumber(0), dtype=object), eye[[(a + 1) % layout.k for a in labels]]):
+            P, Q = _exact_tokens(layout, X, before), _exact_tokens(layout, C, eye)
+            try:
+                new_P, new_Q = transformer_layer(P, Q, model.blocks, ffn=model.ffn, norm=model.norm, engine=REFERENCE)
+            except (ArithmeticError, TypeError, ValueError, AttributeError) as exc:
+                raise SymbolicCheckError(f"the layer does not compute in exact arithmetic ({type(exc).__name__}: "
+                                         f"{exc}) for the assignment {labels}") from exc
+            for what, got, want in (("points", new_P, expected_P), ("centers", new_Q, expected_Q)):
+                wrong = [index for index in np.ndindex(want.shape) if not _same_exact(got[index], want[index])]
+                if wrong:
+                    row, col = wrong[0]
+                    raise SymbolicCheckError(
+                        f"the library's layer: {what} after one layer are not the statement's for the assignment "
+                        f"{labels} (Y_t {'none' if not np.any(before) else 'elsewhere'}): token {row}, coordinate "
+                        f"{col} is {got[row, col]}, not {want[row, col]}")
+    return Checked(f"the library's transformer_layer, in exact arithmetic, maps [X | Y_t], [C_t | I] to "
+                   f"[X | Y_t+1], [C_t+1 | I] for every assignment of {n} points ({layout.k ** n} patterns, "
+                   "Y_t none or elsewhere)", _size(layout, n), source="on the library's own layer")
+
+
+def _same_exact(got, want):
+    """``got`` is the exact number ``want`` (not a float that rounds to it)."""
+    return isinstance(got, (int, Fraction)) and not isinstance(got, bool) and got == want
+
+
+def _unit_x_norm(model):
+    """The model's normalization between layers (``model.norm``, the library's own, run on three tokens) maps the
+    ``x`` block to unit length, to rounding, and copies every other coordinate exactly."""
+    layout = model.layout
+    rng = np.random.default_rng(0)
+    X, C = rng.normal(size=(3, layout.d)), rng.normal(size=(layout.k, layout.d))
+    P, _ = layout.embed(X, C)
+    P[:, layout.slices["y"]] = rng.normal(size=(3, layout.k))
+    out = model.norm(P)
+    lengths = np.linalg.norm(layout.read(out, "x"), axis=1)
+    others = np.delete(np.arange(layout.width), np.arange(layout.width)[layout.slices["x"]])
+    if np.max(np.abs(lengths - 1)) > 8 * layout.d * np.finfo(float).eps or not np.array_equal(out[:, others],
+                                                                                              P[:, others]):
+        raise SymbolicCheckError(f"the normalization between layers maps x to lengths {lengths}, not 1 (or "
+                                 "changes other coordinates)")
+    return Checked("the normalization between layers (the library's, on 3 tokens) maps x to unit length, within "
+                   f"{np.max(np.abs(lengths - 1)):.1e}, and copies the other coordinates exactly",
+                   f"d = {layout.d}, k = {layout.k}", source="checked on samples")
+
+
+def prove_variant(variant, value=None, d=2, k=3, n=3):
+    """A registered variant's transformer at ``value`` (default: its first checked value) against its statement:
+    its mechanisms at that parameter (:attr:`~kmt_ref.variants.registry.Variant.mechanisms`) and the blocks'
+    lemmas (:func:`variant_lemmas`), on ``d``, ``k`` and ``n`` symbolic points. A list of the statements."""
+    from .variants.registry import Variant
+
+    check_instance(variant, "variant", Variant)
+    value = variant.values[0] if value is None else value
+    expected = None if variant.mechanisms is None else variant.mechanisms(d, value)
+    return variant_lemmas(variant.build(d, k, value), n, expected)
 
 
 def _size(layout, n):

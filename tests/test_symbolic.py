@@ -168,3 +168,73 @@ def test_the_lemmas_refuse_a_non_model_and_a_size_out_of_range_by_name():
     with pytest.raises(ValueError, match="ffn_lemma needs a Theorem 2.2 model"):
         symbolic.ffn_lemma(model)
     assert symbolic.center_lemmas(model, 1) is not None  # one point is a statement too
+
+
+@pytest.mark.parametrize("build, config", CONSTRUCTIONS)
+@pytest.mark.parametrize("d, k, n", [(1, 2, 3), (2, 3, 3), (3, 2, 4)])
+def test_the_library_s_own_layer_is_lloyd_s_step_in_exact_arithmetic(build, config, d, k, n):
+    model = build(d, k, config=config)
+    checked = symbolic.library_layer_lemma(model, n)
+    assert f"{k ** n} patterns" in checked.statement
+    configs = __import__(build.__module__, fromlist=["CONFIGS"]).CONFIGS
+    stated = symbolic.mechanism_lemma(model, symbolic.theorem_mechanisms(configs[config]))
+    score = "euclidean" if build is kmt_ref.lloyd_transformer else "dot"
+    assert f"CAX: {score} score, hardmax (gamma = inf), no biases" in stated.statement
+
+
+def test_the_library_s_layer_lemma_fails_on_a_layer_that_is_not_lloyd_s_step():
+    model = kmt_ref.lloyd_transformer(2, 2, config="validated")
+    cac = model.blocks["CAC"]
+    biased = dict(model.blocks, CAC=dataclasses.replace(cac, bv=np.full(cac.Wv.shape[0], 1e-3)))
+    with pytest.raises(symbolic.SymbolicCheckError, match="centers after one layer"):
+        symbolic.library_layer_lemma(kmt_ref.KMeansTransformer(model.layout, biased), 2)
+    soft = kmt_ref.lloyd_transformer(2, 2, 1.0, config="validated")  # softmax CAX: not exact arithmetic
+    with pytest.raises(symbolic.SymbolicCheckError, match="CAX: euclidean score, softmax at gamma = 1"):
+        symbolic.library_layer_lemma(soft, 2)
+
+
+def test_exact_numbers_take_a_float_at_its_exact_value():
+    x = symbolic.ExactNumber(1, 3)
+    for value in (0.1, np.float64(1e-300), np.float32(0.3), 7, np.int64(-2)):
+        for got, want in ((x * value, sp.Rational(1, 3) * sp.Rational(float(value))),
+                          (value - x, sp.Rational(float(value)) - sp.Rational(1, 3)),
+                          (value / x, sp.Rational(float(value)) * 3)):
+            assert type(got) is symbolic.ExactNumber and sp.Rational(got.numerator, got.denominator) == want
+    with pytest.raises((ValueError, OverflowError)):
+        x * float("inf")
+
+
+def test_a_euclidean_hardmax_decides_exact_numbers_only_where_they_are_float64():
+    from kmt_ref.attention import euclidean_hardmax_average
+
+    E = symbolic.ExactNumber
+    keys = np.array([[E(0)], [E(1)]], dtype=object)
+    assert euclidean_hardmax_average(np.array([[E(1, 4)]], dtype=object), keys).tolist() == [[1.0, 0.0]]
+    with pytest.raises(ValueError, match="not one"):
+        euclidean_hardmax_average(np.array([[E(1, 3)]], dtype=object), keys)
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES)
+def test_every_variant_states_its_mechanisms_and_a_model_at_another_parameter_fails_them(name):
+    from kmt_ref.variants import VARIANTS
+
+    variant = VARIANTS[name]
+    assert variant.mechanisms is not None
+    for value in variant.values:
+        assert "mechanisms are the statement's" in symbolic.prove_variant(variant, value)[0].statement
+    if variant.parameter is not None:
+        other = variant.build(2, 3, 2 * variant.values[0])
+        with pytest.raises(symbolic.SymbolicCheckError):
+            symbolic.variant_lemmas(other, 3, variant.mechanisms(2, variant.values[0]))
+
+
+def test_a_statement_names_the_mechanism_it_finds_wrong():
+    from kmt_ref.variants import VARIANTS
+
+    soft = VARIANTS["soft k-means"]
+    with pytest.raises(symbolic.SymbolicCheckError, match="CAX: its gamma is 6.0, where the statement has 3.0"):
+        symbolic.variant_lemmas(soft.build(2, 3, 6.0), 3, soft.mechanisms(2, 3.0))
+    relu = kmt_ref.dot_product_lloyd_transformer(2, 2)
+    relu = kmt_ref.KMeansTransformer(relu.layout, relu.blocks, ffn=dataclasses.replace(relu.ffn, activation="relu"))
+    with pytest.raises(symbolic.SymbolicCheckError, match="relu2"):
+        symbolic.ffn_lemma(relu)  # a lemma that cannot hold fails as a lemma, not with a ValueError

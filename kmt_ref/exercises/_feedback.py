@@ -15,12 +15,34 @@ import traceback
 import numpy as np
 
 __all__ = [
-    "CheckFailedError", "show", "indent", "inputs", "call", "gradient", "as_array", "failed", "expect", "expect_close",
+    "CheckFailedError", "ReaderError", "RemoteCall", "show", "indent", "inputs", "call", "gradient", "as_array",
+    "failed", "expect", "expect_close",
 ]
 
 
 class CheckFailedError(Exception):
     """The reader's answer is wrong; the message says how and on which input."""
+
+
+class ReaderError(Exception):
+    """The reader's function raised ``type_name``: ``message`` in its own process; ``where`` says where in the
+    reader's file."""
+
+    def __init__(self, type_name, message, where):
+        super().__init__(f"{type_name}: {message}")
+        self.type_name, self.message, self.where = type_name, message, where
+
+
+class RemoteCall:
+    """A reader's function that runs in another process (:class:`kmt_ref.exercises.solver.RemoteFunction`):
+    ``invoke(args)`` returns ``(result, positions of the array arguments it changed)`` and raises
+    :class:`ReaderError` for what the function raised; ``grad(argnum)`` is its gradient, computed there."""
+
+    def invoke(self, args):
+        raise NotImplementedError
+
+    def grad(self, argnum):
+        raise NotImplementedError
 
 
 def show(value):
@@ -87,11 +109,9 @@ def call(fn, *args, on, traced=False):
         ``fn`` runs the reader's code under autograd: an error then most
         likely means code autograd cannot trace, and the message says how to fix it.
     """
-    from .solver import ReaderError, RemoteFunction
-
     try:
         # NaN and overflow are reported by the comparison (with the input), not as warnings.
-        if isinstance(fn, RemoteFunction):  # the reader's process gets copies and says which it changed
+        if isinstance(fn, RemoteCall):  # the reader's process gets copies and says which it changed
             result, modified = fn.invoke(args)
         else:
             copies = [_copy(a) for a in args]
@@ -119,9 +139,7 @@ def gradient(fn, argnum):
     """autograd's gradient of the reader's ``fn`` in argument ``argnum``, computed where ``fn`` runs."""
     from autograd import grad
 
-    from .solver import RemoteFunction
-
-    if isinstance(fn, RemoteFunction):
+    if isinstance(fn, RemoteCall):
         return fn.grad(argnum)
     return grad(fn, argnum)
 

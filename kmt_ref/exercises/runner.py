@@ -6,19 +6,19 @@ module name, so an edit is picked up on the next run and nothing is cached.
 """
 
 import contextlib
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 from .._validation import check_not_committed, check_writable
 from ._feedback import CheckFailedError
+from .solver import _where, load_function
+from .solver import start as start_solver
 
 __all__ = ["Exercise", "CheckResult", "find_workbook", "packaged_workbook", "copy_workbook", "load_function",
            "run_check", "run_check_isolated", "format_results"]
@@ -116,44 +116,6 @@ def copy_workbook(target):
     return target
 
 
-def load_function(path, name):
-    """Execute the file at ``path`` as a fresh module and return its ``name``.
-
-    Raises
-    ------
-    CheckFailedError
-        If the file is missing, cannot be executed, or has no such function.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise CheckFailedError(f"file not found: {path}")
-    module_name = f"_kmt_workbook_{path.stem}_{time.monotonic_ns()}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    # Registered while it executes so that dataclasses, pickling etc. in the
-    # reader's file work; removed afterwards so the next run reloads the file.
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # a syntax error or a failing import in the reader's file
-        raise CheckFailedError(f"could not load {path}: {type(exc).__name__}: {exc}") from exc
-    finally:
-        sys.modules.pop(module_name, None)
-    fn = getattr(module, name, None)
-    if not callable(fn):
-        raise CheckFailedError(f"{path} must define a function {name}(...); it does not")
-    return fn
-
-
-def _where(exc, path):
-    """The last line of the reader's file in the traceback of ``exc``, as text."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
-    if not frames:
-        return ""
-    f = frames[-1]
-    return f" (at {path.name}, line {f.lineno}: {f.line})"
-
-
 def run_check(exercise, directory, remote=False):
     """Load the reader's function for ``exercise`` from ``directory`` and check it.
 
@@ -168,8 +130,6 @@ def run_check(exercise, directory, remote=False):
         if remote:
             if not path.is_file():
                 raise CheckFailedError(f"file not found: {path}")
-            from .solver import start as start_solver
-
             fn, close = start_solver(path, exercise.function)
         else:
             fn = load_function(path, exercise.function)

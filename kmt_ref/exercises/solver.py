@@ -1,4 +1,5 @@
-"""The reader's function in a process of its own, so that the code it runs cannot see or change the check.
+"""The reader's code: its file loaded as a module, and its function run in a process of its own, so that
+the code it runs cannot see or change the check.
 
 The isolated checker (:mod:`kmt_ref.exercises.child`) starts one solver process per exercise: it loads
 the reader's file and answers each request with the function's result as data (:mod:`._wire`). The check
@@ -8,30 +9,24 @@ runs.
 """
 
 import copy
+import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
+import time
+import traceback
 from pathlib import Path
 
 import numpy as np
 
 from . import _wire
-from ._feedback import CheckFailedError
-from .runner import _where, load_function
+from ._feedback import CheckFailedError, ReaderError, RemoteCall
 
-__all__ = ["RemoteFunction", "ReaderError", "start", "serve"]
-
-
-class ReaderError(Exception):
-    """The reader's function raised ``type_name``: ``message``, ``where`` says where in the reader's file."""
-
-    def __init__(self, type_name, message, where):
-        super().__init__(f"{type_name}: {message}")
-        self.type_name, self.message, self.where = type_name, message, where
+__all__ = ["RemoteFunction", "load_function", "start", "serve"]
 
 
-class RemoteFunction:
+class RemoteFunction(RemoteCall):
     """Calls the reader's function in the solver process; ``grad(argnum)`` is autograd's gradient of it there."""
 
     def __init__(self, solver, op="call", argnum=0):
@@ -125,6 +120,44 @@ class _Solver:
         self.process.kill()
         self.process.wait()
         self._err.close()
+
+
+def load_function(path, name):
+    """Execute the file at ``path`` as a fresh module and return its ``name``.
+
+    Raises
+    ------
+    CheckFailedError
+        If the file is missing, cannot be executed, or has no such function.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckFailedError(f"file not found: {path}")
+    module_name = f"_kmt_workbook_{path.stem}_{time.monotonic_ns()}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    # Registered while it executes so that dataclasses, pickling etc. in the
+    # reader's file work; removed afterwards so the next run reloads the file.
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # a syntax error or a failing import in the reader's file
+        raise CheckFailedError(f"could not load {path}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        sys.modules.pop(module_name, None)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise CheckFailedError(f"{path} must define a function {name}(...); it does not")
+    return fn
+
+
+def _where(exc, path):
+    """The last line of the reader's file in the traceback of ``exc``, as text."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f" (at {path.name}, line {f.lineno}: {f.line})"
 
 
 def start(path, name):

@@ -36,11 +36,12 @@ the proof needs: with the sparsemax weights' 1, non-members would sit only
 ``1`` below the members in ``w``, less than the ``3/2`` the threshold may fall.)
 """
 
+import numpy as np
 
 from ..attention import Normalizer, register_normalizer
 from ..normalizers import entmax15
 from ._cac import sharpness_kmeans, sharpness_variant
-from .registry import EXACT_TOL, Variant, register_variant
+from .registry import EXACT_TOL, Variant, register_variant, validated_mechanisms
 from .robust import robust_rounding_tol
 
 __all__ = ["entmax_kmeans", "entmax_kmeans_transformer"]
@@ -104,5 +105,7 @@ def entmax_rounding_tol(X, a):
 register_variant(Variant(
     name="entmax-1.5 k-means", classical=entmax_kmeans, transformer=entmax_kmeans_transformer,
     parameter="a", values=(0.01, 1.0), tolerance=entmax_rounding_tol,
+    mechanisms=lambda d, a: validated_mechanisms(CAC={"score": "euclidean", "normalizer": "entmax15", "gamma": 1.0,
+                                                      "params": {}, "G": SEPARATION, "eps": a / np.sqrt(d)}),
     change="CAC: entmax-1.5 attention, Wq = Wk = sqrt(2) P_y + sqrt(a / sqrt(d)) P_x",
 ))

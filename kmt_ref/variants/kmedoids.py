@@ -63,7 +63,7 @@ from ..geometry import CHUNK_ELEMENTS, center_distances, nearest_center, squared
 from ..layer import KMeansTransformer
 from ..trajectory import iterate
 from ._cac import cac_variant
-from .registry import Variant, register_variant
+from .registry import Variant, register_variant, validated_mechanisms
 
 __all__ = ["kmedoids", "randomized_kmedoids", "kmedoids_transformer", "medoid_law", "medoid_indices"]
 
@@ -259,6 +259,9 @@ def kmedoids_transformer(d, k, temperature=1.0, rng=None, separation=1e3):
 register_variant(Variant(
     name="k-medoids (Gumbel)", classical=randomized_kmedoids, transformer=kmedoids_transformer,
     parameter="temperature", values=(0.05,), needs_rng=True, init_in_data=True,
+    mechanisms=lambda d, temperature: validated_mechanisms(
+        CAC={"score": "euclidean", "normalizer": "gumbel_max", "gamma": 1.0, "params": {}, "G": 1e3,
+             "eps": 1.0 / temperature}),
     # the medoid is copied exactly ((c - c) + x' = x', reset first) in coordinates measured from a
     # data value o; reading it back, x' + o, rounds once: the allowance scales with |X|
     tolerance=lambda X, temperature: 1e-12 * max(1.0, float(np.abs(X).max())),

@@ -50,7 +50,7 @@ from .._validation import check_positive, check_problem
 from ..attention import softmax
 from ..layer import KMeansTransformer
 from ..trajectory import iterate
-from .registry import Variant, register_variant
+from .registry import Variant, register_variant, validated_mechanisms
 from .soft import responsibilities, soft_kmeans_transformer, soft_rounding_tol
 
 __all__ = ["leaky_step", "leaky_kmeans", "leaky_kmeans_transformer"]
@@ -161,5 +161,8 @@ def _tolerance(X, sharpness):
 register_variant(Variant(
     name=f"leaky soft k-means (beta={CHECKED_BETA:g})", classical=_classical, transformer=_transformer,
     parameter="sharpness", values=(4.0, 6.0, 50.0), tolerance=_tolerance, assumes_unique_nearest=False,
+    mechanisms=lambda d, sharpness: validated_mechanisms(
+        CAX={"score": "euclidean", "normalizer": "softmax", "gamma": CHECKED_BETA},
+        CAC={"score": "dot", "normalizer": "softmax", "gamma": sharpness}),
     change="soft k-means with CAC's linear attention made a softmax at gamma = sharpness (eta)",
 ))

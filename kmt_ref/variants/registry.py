@@ -22,7 +22,7 @@ import numpy as np
 
 from .._validation import check_bool, check_callable, check_instance, check_int, check_name
 
-__all__ = ["Variant", "VARIANTS", "register_variant", "EXACT_TOL"]
+__all__ = ["Variant", "VARIANTS", "register_variant", "EXACT_TOL", "validated_mechanisms"]
 
 #: Tolerance of an "exact" claim (the transformer and its twin agree to rounding).
 EXACT_TOL = 1e-10
@@ -68,6 +68,11 @@ class Variant:
     assumes_unique_nearest : bool
         The exactness claim assumes every point has a unique nearest center
         (hard assignments; ``False`` for soft k-means, whose softmax is continuous).
+    mechanisms : callable, optional
+        ``mechanisms(d, value)``: what the variant's proposition states of each block at ``value``, the
+        parameter its classical twin takes (:func:`validated_mechanisms` and the lemma that reads it,
+        :func:`kmt_ref.symbolic.mechanism_lemma`): "soft k-means at beta = 3" is CAX's softmax at
+        ``gamma = 3``, and a model built at 6 fails it.
     """
 
     name: str
@@ -83,12 +88,13 @@ class Variant:
     objective_points: Callable | None = None
     init_in_data: bool = False
     assumes_unique_nearest: bool = True
+    mechanisms: Callable | None = None
 
     def __post_init__(self):
         check_name(self.name)
         for field in ("classical", "transformer"):
             check_callable(getattr(self, field), field)
-        for field in ("tolerance", "objective_points"):
+        for field in ("tolerance", "objective_points", "mechanisms"):
             if getattr(self, field) is not None:
                 check_callable(getattr(self, field), field)
         if not isinstance(self.change, str):
@@ -139,6 +145,16 @@ class Variant:
             return (model.run(X, init, n_iter, rng=np.random.default_rng(seed)),
                     self.classical(X, init, n_iter, **self._kwargs(value), rng=np.random.default_rng(seed)))
         return model.run(X, init, n_iter), self.classical(X, init, n_iter, **self._kwargs(value))
+
+
+def validated_mechanisms(**changed):
+    """The mechanisms of the validated Theorem 2.1 layer at ``gamma = inf`` (Euclidean hardmax CAX, identity
+    SAX and SAC, linear CAC on dot scores), with the ``changed`` blocks (``CAX={...}``) and, as ``norm``, a
+    normalization between layers: a variant's statement of its blocks (:attr:`Variant.mechanisms`). A CAC
+    on Euclidean scores also states its id weight ``G`` and distance weight ``eps``."""
+    base = {"CAX": {"score": "euclidean", "normalizer": "hardmax"}, "SAX": {"normalizer": "identity"},
+            "CAC": {"score": "dot", "normalizer": "linear"}, "SAC": {"normalizer": "identity"}}
+    return {**base, **changed}
 
 
 #: Registered variants by name, in registration order.

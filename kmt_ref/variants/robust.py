@@ -45,7 +45,7 @@ import numpy as np
 
 from ..normalizers import sparsemax
 from ._cac import sharpness_kmeans, sharpness_variant
-from .registry import EXACT_TOL, Variant, register_variant
+from .registry import EXACT_TOL, Variant, register_variant, validated_mechanisms
 
 __all__ = ["robust_kmeans", "robust_kmeans_transformer"]
 
@@ -116,5 +116,7 @@ def robust_rounding_tol(X, a):
 register_variant(Variant(
     name="robust (sparsemax)", classical=robust_kmeans, transformer=robust_kmeans_transformer,
     parameter="a", values=(0.01, 1.0), tolerance=robust_rounding_tol,
+    mechanisms=lambda d, a: validated_mechanisms(CAC={"score": "euclidean", "normalizer": "sparsemax", "gamma": 1.0,
+                                                      "params": {}, "G": 1.0, "eps": a / np.sqrt(d)}),
     change="CAC: sparsemax attention, Wq = Wk = P_y + sqrt(a / sqrt(d)) P_x",
 ))

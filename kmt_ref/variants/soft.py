@@ -69,7 +69,7 @@ from ..geometry import CHUNK_ELEMENTS, center_distances
 from ..layer import MAX_KEPT_BYTES, KMeansTransformer
 from ..lloyd_transformer import lloyd_transformer
 from ..trajectory import iterate
-from .registry import EXACT_TOL, Variant, register_variant
+from .registry import EXACT_TOL, Variant, register_variant, validated_mechanisms
 
 __all__ = ["soft_kmeans", "soft_kmeans_transformer", "responsibilities", "distance_to_lloyd", "normal_responsibilities"]
 
@@ -266,5 +266,6 @@ def soft_rounding_tol(X, beta):
 register_variant(Variant(
     name="soft k-means", classical=soft_kmeans, transformer=soft_kmeans_transformer,
     parameter="beta", values=(1.0, 1e2, 1e4), tolerance=soft_rounding_tol, assumes_unique_nearest=False,
+    mechanisms=lambda d, beta: validated_mechanisms(CAX={"score": "euclidean", "normalizer": "softmax", "gamma": beta}),
     change="CAX: softmax at gamma = beta (the validated Theorem 2.1 layer at finite gamma); nothing else",
 ))

@@ -82,7 +82,7 @@ from ..layer import KMeansTransformer
 from ..lloyd_transformer import lloyd_transformer
 from ..tokens import TokenLayout
 from ..trajectory import iterate
-from .registry import Variant, register_variant
+from .registry import Variant, register_variant, validated_mechanisms
 
 __all__ = [
     "spherical_kmeans",
@@ -352,5 +352,6 @@ def spherical_kmeans_transformer(d, k):
 register_variant(Variant(
     name="spherical k-means", classical=spherical_kmeans, transformer=spherical_kmeans_transformer,
     parameter=None, values=(None,), centered=True, min_d=2, objective_points=normalize_rows,
+    mechanisms=lambda d, _: validated_mechanisms(CAX={"score": "dot", "normalizer": "hardmax"}, norm="x"),
     change="a block RMS norm maps every token's x to unit length after each layer; CAX dot-product scores",
 ))

@@ -71,7 +71,7 @@ from ..classical import EMPTY_CLUSTER_POLICIES, _lloyd
 from ..geometry import assigned_squared_distances, nearest_center
 from ..trajectory import iterate
 from ._cac import cac_variant, candidate_iterations
-from .registry import Variant, register_variant
+from .registry import Variant, register_variant, validated_mechanisms
 
 __all__ = ["trimmed_kmeans", "quantile_trimmed_kmeans", "gap_trimmed_kmeans", "gap_keep",
            "trimmed_kmeans_transformer"]
@@ -266,5 +266,7 @@ def trimmed_kmeans_transformer(d, k, threshold, separation=1e4):
 register_variant(Variant(
     name="trimmed (normmax)", classical=gap_trimmed_kmeans, transformer=trimmed_kmeans_transformer,
     parameter="threshold", values=(0.1, 1.0),
+    mechanisms=lambda d, t: validated_mechanisms(CAC={"score": "euclidean", "normalizer": "normmax_inf", "gamma": 1.0,
+                                                      "params": {"threshold": t}, "G": 1e4, "eps": 1.0}),
     change="CAC: inf-norm normmax attention with threshold t, ids separated by G = 1e4",
 ))
