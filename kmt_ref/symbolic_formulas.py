@@ -277,12 +277,19 @@ def _rule_bound(q, Delta, n, N, k):
 def entmax_threshold_lemma(s=3):
     """Entmax-1.5's threshold on a support of ``s`` entries of ``w = z / 2``: with ``m`` their mean and ``V`` the
     sum of their squared deviations from it (``V < 1``), ``tau = m - sqrt((1 - V) / s)`` solves
-    ``sum_l (w_l - tau)^2 = 1``, so the weights ``(w_l - tau)^2`` sum to one."""
+    ``sum_l (w_l - tau)^2 = 1``, so the weights ``(w_l - tau)^2`` sum to one, and it is the root below the
+    mean (``sum_l (w_l - tau) = sqrt(s (1 - V)) >= 0``), the one whose weights are not clipped."""
     s = _size(s, "s", low=1)
     w = sp.symbols(f"w_1:{s + 1}", real=True)
     tau = _entmax_threshold(w)
     _require(sp.simplify(sp.expand(sum((v - tau) ** 2 for v in w)) - 1),
              "entmax: the threshold does not make the weights sum to 1")
+    # Both roots of the quadratic make the squares sum to 1; the weights are [w - tau]_+^2, so tau must be the
+    # root below the mean: sum_l (w_l - tau) = s (m - tau) is the non-negative sqrt(s (1 - V)).
+    mean = sum(w) / s
+    V = sum((v - mean) ** 2 for v in w)
+    _require(sp.simplify(sum(v - tau for v in w) - s * sp.sqrt((1 - V) / s)),
+             "entmax: the threshold is not the root below the mean (the sign condition)")
     return Identity(f"the sum of the entmax-1.5 weights on a support of {s}, at tau = m - sqrt((1 - V)/s)",
                     _TeX(r"\sum_l (w_l - \tau)^2"), sp.Integer(1), f"s = {s}", "on the formula")
 

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("sympy")
 
-from kmt_ref import layer  # noqa: E402
+from kmt_ref import layer, normalizers, symbolic_formulas  # noqa: E402
 from kmt_ref.dot_product_transformer import dot_product_weights, norm_writing_ffn  # noqa: E402
 from kmt_ref.lloyd_transformer import assemble_blocks, equation5_weights  # noqa: E402
 from kmt_ref.programs.proofs import symbolic_rows  # noqa: E402
@@ -58,6 +58,15 @@ MUTATIONS = {
     "Theorem 2.2's CAX query off by 1e-9": (
         dot_product_weights, "Wq_x, Wk_x = 2.0 * P_x", "Wq_x, Wk_x = (2.0 + 1e-9) * P_x",
         ("Thm 2.2 validated", "CAX score and value")),
+    "entmax-1.5 with the other root as its threshold": (
+        normalizers.entmax15, "tau = mean - np.sqrt(", "tau = mean + np.sqrt(",
+        ("normalizer", "the library's entmax-1.5 is its definition")),
+    "sparsemax's threshold off by its sign": (
+        normalizers.sparsemax, "tau = (_take(cs, s) - 1.0)", "tau = (_take(cs, s) + 1.0)",
+        ("normalizer", "the library's sparsemax is the simplex projection")),
+    "the entmax threshold lemma's formula with the other root": (
+        symbolic_formulas._entmax_threshold, "return mean - sp.sqrt(", "return mean + sp.sqrt(",
+        ("formula", "entmax-1.5's threshold on a support of 1, 2, 3")),
 }
 # The layer mutation needs the old points under a name: bound where the point tokens are first replaced.
 _OLD_POINTS = ('    P = engine.residual(P, P,', '    old_P = P\n    P = engine.residual(P, P,')

@@ -10,7 +10,7 @@ from ..lloyd_transformer import CONFIGS, lloyd_transformer
 from ..variants import VARIANTS
 from .rows import Row
 
-__all__ = ["symbolic_rows", "FORMULAS"]
+__all__ = ["symbolic_rows", "FORMULAS", "LIBRARY_NORMALIZERS"]
 
 #: The formula statements of the book, each with the proposition it serves: ``{claim: prove(module)}``.
 FORMULAS = {
@@ -29,6 +29,14 @@ FORMULAS = {
     "the certificate's margins, soft weights, center shift, rule": lambda f: (
         f.margin_lemma(), f.soft_weight_lemma(), f.center_shift_lemma(), f.rule_algebra_lemma()),
     "the circuit's CAC as a Euclidean score (k = 2, 3)": lambda f: [f.circuit_score_lemma(k) for k in (2, 3)],
+}
+#: The library's own normalizers against their definitions (:mod:`kmt_ref.symbolic_library`): ``{claim: check}``.
+LIBRARY_NORMALIZERS = {
+    "the library's softmax, to 30-digit exponentials": lambda lib: lib.softmax_check(),
+    "the library's sparsemax is the simplex projection": lambda lib: lib.sparsemax_check(),
+    "the library's entmax-1.5 is its definition": lambda lib: lib.entmax_check(),
+    "the library's inf-norm normmax solves its program": lambda lib: lib.normmax_inf_check(),
+    "the library's Gumbel step is argmax(z + g)": lambda lib: lib.gumbel_max_check(),
 }
 
 
@@ -49,7 +57,7 @@ def symbolic_rows(quick=False):
     propositions rest on (:mod:`kmt_ref.symbolic_formulas`, at the sizes of their book cells). Needs SymPy (the
     ``test``, ``book`` and ``all`` extras); without it, one row says so."""
     try:
-        from .. import symbolic, symbolic_formulas
+        from .. import symbolic, symbolic_formulas, symbolic_library
     except ImportError:
         return [Row("(SymPy not installed)", "-", float("inf"), "pip install \"kmt-ref[test]\" to prove the lemmas",
                     0.0, 0.0, None, None, kind="proof")]
@@ -80,4 +88,8 @@ def symbolic_rows(quick=False):
         holds = _holds(lambda prove=prove: prove(symbolic_formulas))
         rows.append(Row("formula", "symbolic", float("nan"), name, 0.0, 0.0, holds, True, parameter="",
                         kind="proof"))
+    for name, check in LIBRARY_NORMALIZERS.items():
+        holds = _holds(lambda check=check: check(symbolic_library))
+        rows.append(Row("normalizer", "exact, every support r=3", float("nan"), name, 0.0, 0.0, holds, True,
+                        parameter="", kind="proof"))
     return rows
