@@ -240,21 +240,54 @@ def _write(layout, rows, name, block):
     return T
 
 
+#: Normalizers whose weights do not change when every score of a row is multiplied by the same positive number.
+SCALE_FREE = ("hardmax", "linear")
+
+
+def _score_scale(block, differences, targets, statement):
+    """The factor ``lambda`` with ``differences = lambda * targets`` for every input (each a SymPy expression):
+    any positive one for a normalizer that does not see it (:data:`SCALE_FREE`: weights right in float but not
+    exact rationals, such as ``3 * fl(1/3)``, are right), exactly 1 for one that does (a softmax sees the
+    factor as a change of gamma). Raises :class:`SymbolicCheckError` naming the residual otherwise."""
+    lam = sp.Symbol("lambda")
+    equations = [sp.expand(a - lam * b) for a, b in zip(differences, targets, strict=True)]
+    symbols = sorted(set().union(*(e.free_symbols for e in equations)) - {lam}, key=str)
+    coefficients = [c for e in equations for c in (sp.Poly(e, *symbols).coeffs() if symbols else [e])]
+    solution = sp.solve(coefficients, lam, dict=True) if any(c.has(lam) for c in coefficients) else []
+    factor = solution[0][lam] if solution else None
+    if factor is None:
+        _require(sp.Matrix([sp.expand(a - b) for a, b in zip(differences, targets, strict=True)]), statement)
+        raise SymbolicCheckError(f"{statement}: it is no multiple of what it must be")
+    if block.normalizer in SCALE_FREE and factor > 0:
+        return factor
+    if factor != 1:
+        raise SymbolicCheckError(f"{statement}: it is {factor} times what it must be, a factor the "
+                                 f"{block.normalizer} sees" + (" (it ranks the other way)" if factor <= 0 else ""))
+    return factor
+
+
+def _scaled(factor):
+    """How a statement names the factor a scale-free normalizer does not see."""
+    return "" if factor == 1 else f", up to the positive factor {float(factor):.17g} the normalizer does not see"
+
+
 def cax_lemma(model, n=2):
-    """CAX's score is ``-||x_i - c_j||^2`` plus a term constant in ``j``; its value on center ``j`` is ``e_j``."""
+    """CAX's score is ``-||x_i - c_j||^2`` plus a term constant in ``j`` (times a positive factor where the
+    normalizer does not see it, :func:`_score_scale`); its value on center ``j`` is ``e_j``."""
     n = _checked(model, n)
     layout, block = model.layout, model.blocks["CAX"]
     P, Q, X, _, C = symbolic_tokens(layout, n)
     S = block_scores(block, P, Q)
-    for i in range(n):
-        for j in range(1, layout.k):
-            _require(S[i, j] + _sq(X[i, :], C[j, :]) - S[i, 0] - _sq(X[i, :], C[0, :]),
-                     f"CAX: score + ||x_{i + 1} - c_{j + 1}||^2 is not the same for every center")
+    pairs = [(i, j) for i in range(n) for j in range(1, layout.k)]
+    factor = _score_scale(block, [S[i, j] - S[i, 0] for i, j in pairs],
+                          [_sq(X[i, :], C[0, :]) - _sq(X[i, :], C[j, :]) for i, j in pairs],
+                          "CAX: score + ||x_i - c_j||^2 is not the same for every center")
     _require(block_values(block, Q) - _write(layout, layout.k, "y", sp.eye(layout.k)),
              "CAX: the value of center j is not its id e_j in the assignment block")
-    return Identity("CAX's score s_12 of center 2 for point 1, plus ||x_1 - c_2||^2: the same for every center",
-                    sp.Add(sp.Symbol("s_{12}"), _sq(X[0, :], C[1, :]), evaluate=False),
-                    sp.factor(sp.expand(S[0, 0] + _sq(X[0, :], C[0, :]))), _size(layout, n))
+    return Identity("CAX's score s_12 of center 2 for point 1, plus ||x_1 - c_2||^2: the same for every center"
+                    + _scaled(factor),
+                    sp.Add(sp.Symbol("s_{12}"), factor * _sq(X[0, :], C[1, :]), evaluate=False),
+                    sp.factor(sp.expand(S[0, 0] + factor * _sq(X[0, :], C[0, :]))), _size(layout, n))
 
 
 def sax_lemma(model, n=3):
@@ -269,14 +302,13 @@ def sax_lemma(model, n=3):
         return Identity("SAX's value v_1 on point 1, in the assignment block (identity attention: each point reads "
                         "itself)", sp.Symbol("v_1"), block_values(block, P)[0, layout.slices["y"]], _size(layout, n))
     S = block_scores(block, P, P)
-    for i in range(n):
-        for l in range(n):
-            _require(S[i, l] + _sq(X[i, :], X[l, :]) - S[i, i],
-                     f"SAX: score + ||x_{i + 1} - x_{l + 1}||^2 is not the same for every point")
+    pairs = [(i, l) for i in range(n) for l in range(n) if l != i]
+    factor = _score_scale(block, [S[i, l] - S[i, i] for i, l in pairs], [-_sq(X[i, :], X[l, :]) for i, l in pairs],
+                          "SAX: score + ||x_i - x_l||^2 is not the same for every point")
     return Identity("SAX's score s_12 of point 2 for point 1, plus ||x_1 - x_2||^2: the same for every point, "
-                    "so the score is largest at the point itself",
-                    sp.Add(sp.Symbol("s_{12}"), _sq(X[0, :], X[1, :]), evaluate=False), sp.factor(sp.expand(S[0, 0])),
-                    _size(layout, n))
+                    "so the score is largest at the point itself" + _scaled(factor),
+                    sp.Add(sp.Symbol("s_{12}"), factor * _sq(X[0, :], X[1, :]), evaluate=False),
+                    sp.factor(sp.expand(S[0, 0])), _size(layout, n))
 
 
 def cax_score_feedback(block, layout):

@@ -238,3 +238,21 @@ def test_a_statement_names_the_mechanism_it_finds_wrong():
     relu = kmt_ref.KMeansTransformer(relu.layout, relu.blocks, ffn=dataclasses.replace(relu.ffn, activation="relu"))
     with pytest.raises(symbolic.SymbolicCheckError, match="relu2"):
         symbolic.ffn_lemma(relu)  # a lemma that cannot hold fails as a lemma, not with a ValueError
+
+
+def test_a_positive_factor_a_hardmax_does_not_see_passes_and_a_softmax_s_fails():
+    factor = 3 * np.float64(0.1)  # 0.30000000000000004: right weights up to a factor that is no round number
+    for gamma, holds in ((np.inf, True), (2.0, False)):
+        model = kmt_ref.lloyd_transformer(2, 2, gamma, config="validated")
+        cax = model.blocks["CAX"]
+        scaled = dataclasses.replace(cax, Wq=factor * cax.Wq, Wk=factor * cax.Wk)
+        bad = kmt_ref.KMeansTransformer(model.layout, dict(model.blocks, CAX=scaled))
+        if holds:
+            assert "up to the positive factor" in symbolic.cax_lemma(bad).statement
+        else:
+            with pytest.raises(symbolic.SymbolicCheckError, match="a factor the softmax sees"):
+                symbolic.cax_lemma(bad)
+    paper = kmt_ref.lloyd_transformer(2, 2, config="paper")
+    flipped = dataclasses.replace(paper.blocks["SAX"], Wq=-paper.blocks["SAX"].Wq)  # ranks the farthest first
+    with pytest.raises(symbolic.SymbolicCheckError, match="SAX"):
+        symbolic.sax_lemma(kmt_ref.KMeansTransformer(paper.layout, dict(paper.blocks, SAX=flipped)))
