@@ -64,7 +64,7 @@ from .layer import KMeansTransformer, transformer_layer
 
 __all__ = ["Identity", "SymbolicCheckError", "typeset", "MAX_POINTS", "exact", "symbolic_tokens", "block_scores",
            "block_values",
-           "cax_score_feedback", "cac_feedback", "ffn_feedback", "cax_lemma", "variant_lemmas", "sax_lemma",
+           "cax_score_feedback", "cax_value_feedback", "cac_feedback", "ffn_feedback", "cax_lemma", "variant_lemmas", "sax_lemma",
            "center_lemmas", "layer_lemma", "ffn_lemma", "prove", "Checked", "ExactNumber", "describe_block",
            "mechanism_lemma", "theorem_mechanisms", "library_layer_lemma", "prove_variant"]
 
@@ -311,8 +311,18 @@ def sax_lemma(model, n=3):
                     sp.factor(sp.expand(S[0, 0])), _size(layout, n))
 
 
+def _reading(W, layout, out, inp):
+    """The number ``a`` with ``W``'s block (``out`` rows, ``inp`` columns) equal to ``a`` times the identity, or
+    None when it is not such a multiple."""
+    part = np.asarray(W, dtype=float)[layout.slices[out], layout.slices[inp]]
+    a = part[0, 0] if part.size else 0.0
+    return float(a) if part.shape[0] == part.shape[1] and np.array_equal(part, a * np.eye(part.shape[0])) else None
+
+
 def cax_score_feedback(block, layout):
-    """What is wrong with a CAX block's score, as polynomials (for the workbook), or None if nothing is.
+    """What is wrong with a CAX block's score (for the workbook), or None if nothing is: first what the
+    weights' structure says (a Euclidean score whose query and key read the positions at different scales),
+    then the polynomials.
 
     The score of center ``j`` for point 1, plus ``||x_1 - c_j||^2``, must be the same for every center (a
     per-row constant, which neither softmax nor hardmax sees). Computed for every input on symbolic tokens.
@@ -322,9 +332,39 @@ def cax_score_feedback(block, layout):
     left = [sp.factor(sp.expand(S[0, j] + _sq(X[0, :], C[j, :]))) for j in range(layout.k)]
     if all(sp.expand(r - left[0]) == 0 for r in left):
         return None
+    a, b = _reading(block.Wq, layout, "x", "x"), _reading(block.Wk, layout, "x", "x")
+    if block.score == "euclidean" and a is not None and b is not None and a != b and a * b != 0:
+        return (f"W_K reads the positions {b / a:g} times as strongly as W_Q does ({b:g} P_x against {a:g} P_x), so "
+                f"the score is -||{a:g} x_i - {b:g} c_j||^2, which does not rank the centers by their distance: "
+                "read both with the same factor")
     return (f"your score of center 2 for point 1 is {sp.factor(sp.expand(S[0, 1]))}; plus ||x_1 - c_2||^2 it "
             f"leaves {left[1]}, but for center 1 it leaves {left[0]}: what is left must be the same for every "
             f"center (a difference of {sp.factor(sp.expand(left[1] - left[0]))})")
+
+
+def cax_value_feedback(block, layout):
+    """What is wrong with a CAX block's value (for the workbook), or None: the value of center ``j`` must be its
+    id ``e_j`` in the ``y`` block and 0 elsewhere; the message names the block that holds something else and
+    what (the id with another sign or factor, the id in the wrong block, the center's position)."""
+    _, Q, _, _, C = symbolic_tokens(layout, 1)
+    values = block_values(block, Q)
+    for name, part in layout.slices.items():
+        got = values[:, part]
+        want = sp.eye(layout.k) if name == "y" else sp.zeros(layout.k, part.stop - part.start)
+        if got == want:
+            continue
+        ids = got == sp.eye(layout.k) if got.shape == (layout.k, layout.k) else False
+        factor = _reading(block.Wv, layout, name, "y")
+        if name == "y" and factor is not None and factor != 1 and not got.free_symbols:
+            return f"the value writes {factor:g} e_j into the y block, where it must write e_j"
+        if name != "y" and ids:
+            return f"the value writes e_j into the {name} block; it belongs in the y block"
+        if got.free_symbols & set(C):
+            return f"the value copies the center's position into the {name} block, where it must write " + (
+                "e_j" if name == "y" else "nothing")
+        return f"the value of center 1 writes {list(got[0, :])} into the {name} block, where it must write " \
+               f"{list(want[0, :])}"
+    return None
 
 
 def cac_feedback(block, layout, n=3):

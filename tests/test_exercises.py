@@ -651,26 +651,33 @@ def test_a_double_forked_daemon_does_not_outlive_the_check(tmp_path):
     _assert_ended(int(marker.read_text()), "daemon")
 
 
-def test_wrong_cax_weights_get_the_score_s_error_as_polynomials(tmp_path):
+def test_wrong_cax_weights_are_told_what_is_wrong_and_proved_for_every_input(tmp_path):
     pytest.importorskip("sympy")
-    for stem, body in (("04_cax_weights", """
+    for stem, body, says in (("04_cax_weights", """
         from kmt_ref.tokens import TokenLayout
 
         def cax_weights(d, k):
             layout = TokenLayout(d, k)
             P_x, P_y = layout.projector("x"), layout.projector("y")
             return P_x, 2 * P_x, P_y  # the key doubled
-        """), ("08_dot_cax_weights", """
+        """, "W_K reads the positions 2 times as strongly as W_Q does"), ("04_cax_weights", """
+        from kmt_ref.tokens import TokenLayout
+
+        def cax_weights(d, k):
+            layout = TokenLayout(d, k)
+            P_x = layout.projector("x")
+            return P_x, P_x, P_x  # the value copies the center, not its id
+        """, "the value copies the center's position into the x block"), ("08_dot_cax_weights", """
         from kmt_ref.tokens import TokenLayout
 
         def dot_cax_weights(d, k):
             layout = TokenLayout(d, k, ("x", "y", "sqnorm", "one"))
             return 2.0 * layout.projector("x"), layout.projector("x"), layout.projector("y")  # no norm term
-        """)):
+        """, "must be the same for every center")):
         (tmp_path / f"{stem}.py").write_text(textwrap.dedent(body))
         result = run_checks(tmp_path, [stem[:2]])[0]
         assert not result.passed and "proved for every input (SymPy)" in result.message, result.message
-        assert "must be the same for every center" in result.message
+        assert says in result.message, result.message
 
 
 def test_a_wrong_cac_block_and_a_wrong_ffn_get_their_errors_proved_for_every_input(tmp_path):

@@ -50,7 +50,8 @@ def check_cax_weights(cax_weights):
         expect_close(out, expected, "CAX output A(P, Q) = [0 | e_nearest] per point", on,
                      hint="score = -||Wq p_i - Wk q_j||^2 must be -||x_i - c_j||^2 up to a per-row "
                      "constant (so y must not enter it), and Wv must copy the center's id into "
-                     "the y coordinates" + symbolic_hint("cax_score_feedback", block, TokenLayout(2, 3)))
+                     "the y coordinates" + symbolic_hint("cax_score_feedback", block, TokenLayout(2, 3))
+                     + symbolic_hint("cax_value_feedback", block, TokenLayout(2, 3)))
     return "CAX adds the one-hot of the nearest center, also when y is already non-zero"
 
 

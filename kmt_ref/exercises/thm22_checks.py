@@ -43,7 +43,8 @@ def check_dot_cax_weights(dot_cax_weights):
         expect_close(got, expected, f"dot-product CAX output at gamma={gamma:g}", on, atol=1e-9,
                      hint="the score (Wq p_i).(Wk q_j) must equal 2 x_i.c_j - ||c_j||^2 (plus anything "
                      "that depends on i only): take ||c_j||^2 from the center's s coordinate and pair "
-                     "it with the point's constant 1" + symbolic_hint("cax_score_feedback", block, layout))
+                     "it with the point's constant 1" + symbolic_hint("cax_score_feedback", block, layout)
+                     + symbolic_hint("cax_value_feedback", block, layout))
     got = attend(P, Q, Block(Wq, Wk, Wv, score="dot", normalizer="hardmax"))
     expected = np.zeros_like(P)
     expected[:, layout.slices["y"]] = np.eye(k)[nearest_center(X, C)]
