@@ -64,8 +64,9 @@ from .layer import KMeansTransformer, transformer_layer
 
 __all__ = ["Identity", "SymbolicCheckError", "typeset", "MAX_POINTS", "exact", "symbolic_tokens", "block_scores",
            "block_values", "cax_score_feedback", "cax_value_feedback", "cac_feedback", "ffn_feedback", "cax_lemma",
-           "variant_lemmas", "sax_lemma", "center_lemmas", "layer_lemma", "ffn_lemma", "prove", "Checked", "ExactNumber", "describe_block",
-           "mechanism_lemma", "theorem_mechanisms", "library_layer_lemma", "prove_variant"]
+           "variant_lemmas", "sax_lemma", "center_lemmas", "layer_lemma", "ffn_lemma", "prove", "Checked",
+           "ExactNumber", "describe_block", "mechanism_lemma", "theorem_mechanisms", "library_layer_lemma",
+           "prove_variant"]
 
 
 class SymbolicCheckError(AssertionError):

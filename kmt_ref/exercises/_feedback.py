@@ -205,7 +205,8 @@ def expect_close(got, expected, what, on, atol=1e-8, rtol=1e-6, hint=""):
 def symbolic_hint(feedback, *args):
     """A hint line from one of :mod:`kmt_ref.symbolic`'s feedback functions (``cax_score_feedback``,
     ``cax_value_feedback``, ``cac_feedback``, ``ffn_feedback``) on ``args``: what is wrong, proved for every
-    input; empty when SymPy is not installed, when nothing is wrong there (the error is elsewhere) or when it cannot be said exactly."""
+    input; empty when SymPy is not installed, when nothing is wrong there (the error is elsewhere) or when it
+    cannot be said exactly."""
     try:
         from .. import symbolic
     except ImportError:
