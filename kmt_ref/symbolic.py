@@ -246,7 +246,7 @@ SCALE_FREE = ("hardmax", "linear")
 
 def _score_scale(block, differences, targets, statement):
     """The factor ``lambda`` with ``differences = lambda * targets`` for every input (each a SymPy expression):
-    any positive one for a normalizer that does not see it (:data:`SCALE_FREE`: weights right in float but not
+    any positive one for a normalizer that does not see it (``SCALE_FREE``: weights right in float but not
     exact rationals, such as ``3 * fl(1/3)``, are right), exactly 1 for one that does (a softmax sees the
     factor as a change of gamma). Raises :class:`SymbolicCheckError` naming the residual otherwise."""
     lam = sp.Symbol("lambda")
@@ -273,7 +273,7 @@ def _scaled(factor):
 
 def cax_lemma(model, n=2):
     """CAX's score is ``-||x_i - c_j||^2`` plus a term constant in ``j`` (times a positive factor where the
-    normalizer does not see it, :func:`_score_scale`); its value on center ``j`` is ``e_j``."""
+    normalizer does not see it, ``_score_scale``); its value on center ``j`` is ``e_j``."""
     n = _checked(model, n)
     layout, block = model.layout, model.blocks["CAX"]
     P, Q, X, _, C = symbolic_tokens(layout, n)
@@ -536,10 +536,10 @@ def variant_lemmas(model, n=3, expected=None):
     ``-(G ||e_j - y_i||^2 + eps ||c_j - x_i||^2)`` with positive ``G, eps`` and no other term (the CAC
     variants: trimmed, robust, entmax, k-medoids), ``G`` and ``eps`` the squares of the weights' scales.
 
-    ``expected``: the statement's mechanisms (:attr:`kmt_ref.variants.registry.Variant.mechanisms` at the
+    ``expected``: the statement's mechanisms (``Variant.mechanisms`` at the
     model's parameter; :func:`prove_variant` passes them): each block's normalizer, its parameter and no
     biases (:func:`mechanism_lemma`), a Euclidean CAC's ``G`` and ``eps`` (to 1e-12: the weights hold their
-    square roots in float64), and a normalization of the ``x`` block (:func:`_unit_x_norm`).
+    square roots in float64), and a normalization of the ``x`` block (``_unit_x_norm``).
     """
     n = _checked(model, n, low=2)
     layout, blocks = model.layout, model.blocks
@@ -794,7 +794,7 @@ def _unit_x_norm(model):
 
 def prove_variant(variant, value=None, d=2, k=3, n=3):
     """A registered variant's transformer at ``value`` (default: its first checked value) against its statement:
-    its mechanisms at that parameter (:attr:`~kmt_ref.variants.registry.Variant.mechanisms`) and the blocks'
+    its mechanisms at that parameter (``Variant.mechanisms``) and the blocks'
     lemmas (:func:`variant_lemmas`), on ``d``, ``k`` and ``n`` symbolic points. A list of the statements."""
     from .variants.registry import Variant
 

@@ -150,7 +150,7 @@ class Variant:
 def validated_mechanisms(**changed):
     """The mechanisms of the validated Theorem 2.1 layer at ``gamma = inf`` (Euclidean hardmax CAX, identity
     SAX and SAC, linear CAC on dot scores), with the ``changed`` blocks (``CAX={...}``) and, as ``norm``, a
-    normalization between layers: a variant's statement of its blocks (:attr:`Variant.mechanisms`). A CAC
+    normalization between layers: a variant's statement of its blocks (``Variant.mechanisms``). A CAC
     on Euclidean scores also states its id weight ``G`` and distance weight ``eps``."""
     base = {"CAX": {"score": "euclidean", "normalizer": "hardmax"}, "SAX": {"normalizer": "identity"},
             "CAC": {"score": "dot", "normalizer": "linear"}, "SAC": {"normalizer": "identity"}}
