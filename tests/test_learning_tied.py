@@ -191,3 +191,34 @@ def test_id_structure_is_one_for_tied_maps_and_small_for_random_ones():
     shares = id_structure(init_params(config, np.random.default_rng(8)), config)
     # a random matrix keeps about (2d + 2) / (2dk + k^2) = 66 / 740 of its id-touching energy
     assert 0.03 < np.median(list(shares.values())) < 0.2
+
+
+def test_symmetries_are_rounding_for_a_layer_that_has_them_and_the_nulls_are_what_they_say():
+    from types import SimpleNamespace
+
+    from kmt_ref import lloyd_transformer
+    from kmt_ref.classical import lloyd
+    from kmt_ref.geometry import kmeans_objective
+    from kmt_ref.learning.model import params_from_transformer, run_steps
+    from kmt_ref.programs import experiments
+
+    X, init = sample_tasks(np.random.default_rng(2), 8, n=30, d=3, k=4)
+    # The construction in the learned format acts alike on every id, coordinate and sign; a random untied
+    # layer on none.
+    theta, config = params_from_transformer(lloyd_transformer(3, 4, 10.0, config="all-attention"))
+    built = SimpleNamespace(theta=theta, config=SimpleNamespace(model=config))
+    out = experiments.symmetry_of_seed(built, X, init, 3, np.random.default_rng(0))
+    assert len(out["relabelled"]["one_step"]) == experiments.RELABELLINGS
+    assert max(out["relabelled"]["one_step"]) < 1e-9
+    assert max(out["coordinates"]["permuted"] + out["coordinates"]["reflected"]) < 1e-9
+    assert min(out["relabelled"]["final_correlation"]) > 1 - 1e-9
+    untied = ModelConfig(3, 4)
+    run = SimpleNamespace(theta=init_params(untied, np.random.default_rng(1)), config=SimpleNamespace(model=untied))
+    rough = experiments.symmetry_of_seed(run, X, init, 3, np.random.default_rng(0))
+    # (a draw may be the identity: d = 3 has 6 orders)
+    assert np.median(rough["relabelled"]["one_step"]) > 0.01 and np.median(rough["coordinates"]["permuted"]) > 0.01
+    # The constant candidate's F2 is the correlation of Lloyd's final log objective with the layer's gain.
+    final_lloyd = np.log(kmeans_objective(X, lloyd(X, init, 3).centers[-1]))
+    gain = final_lloyd - np.log(kmeans_objective(X, run_steps(run.theta, X, init, untied, 3)[-1]))
+    assert rough["constant_final_f2"] == pytest.approx(np.corrcoef(final_lloyd, gain)[0, 1], rel=1e-12)
+    assert rough == experiments.symmetry_of_seed(run, X, init, 3, np.random.default_rng(0))  # its draws are its rng's

@@ -19,13 +19,16 @@ import sys
 import numpy as np
 
 from .._validation import check_int
+from ..classical import lloyd
+from ..geometry import kmeans_objective
 from ..learning.analysis import weight_summary
 from ..learning.evaluate import evaluation_tasks, log_objective_curve
 from ..learning.model import run_steps
 from ..learning.protocols import SCALES, checkpoint_path, committed_model, run_config
 from . import runs
 
-__all__ = ["precision", "tied", "relabelled", "relabelled_agreement", "figure_runs", "figures_whole",
+__all__ = ["precision", "tied", "relabelled", "relabelled_agreement", "symmetries", "symmetry_of_seed",
+           "figure_runs", "figures_whole",
            "committed_training_curves", "git_revision", "reproduce_command"]
 
 #: The settings of the paper's training figures: ``{panel: [overrides, ...]}`` (both token layouts each).
@@ -193,6 +196,87 @@ def relabelled(scale="paper", results_dir=None, train_missing=True, progress=Tru
     models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
     return dict(**runs.status(models), relabellings=RELABELLINGS,
                 relabelled=_relabelled_seeds(models, s["eval_tasks"], engine))
+
+
+#: Coordinate permutations and reflections in :func:`symmetries`, and Lloyd's restarts in its F2 comparison.
+COORDINATE_TRANSFORMS = 32
+RESTARTS = 10
+
+
+def _final_logs(X, centers):
+    return np.log(kmeans_objective(X, centers))
+
+
+def _correlation(a, b):
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def symmetry_of_seed(run, X, init, n_steps, rng, engine=None):
+    """A trained layer against itself under the task law's symmetries, and the nulls of the gain correlation.
+
+    The task law draws the starts as arbitrary points and the mixtures isotropically, so the ids of the starts,
+    the order of the coordinates and their signs carry no information. Per relabelling of the starts' ids
+    (:data:`RELABELLINGS`): the one-step ratio (the median over tasks of the relabelled step's distance from
+    the step, mapped back, over the step's length), and over the tasks the correlation of the relabelled run's
+    gain over Lloyd's algorithm with the run's, and of their final log objectives. Per permutation and per
+    reflection of the coordinates (:data:`COORDINATE_TRANSFORMS` each): the one-step ratio. And the gain
+    correlation (F2) of two candidates that know nothing of the layer: one whose final log objective is the same
+    on every task (its correlation is that of Lloyd's final log objective with the layer's gain), and Lloyd's
+    algorithm at its best of :data:`RESTARTS` restarts from random data points. ``rng`` draws every
+    permutation, sign and restart."""
+    theta, config = run.theta, run.config.model
+    layer = run_steps(theta, X, init, config, n_steps, engine=engine)
+    move = np.linalg.norm((layer[1] - init).reshape(len(X), -1), axis=1)
+    lloyd_final = _final_logs(X, lloyd(X, init, n_steps).centers[-1])
+    final = _final_logs(X, layer[-1])
+    gain = lloyd_final - final
+
+    def ratio(step):
+        return float(np.median(np.linalg.norm((step - layer[1]).reshape(len(X), -1), axis=1) / move))
+
+    relabelled = dict(one_step=[], gain_correlation=[], final_correlation=[])
+    for _ in range(RELABELLINGS):
+        perm = rng.permutation(init.shape[1])
+        other = run_steps(theta, X, init[:, perm], config, n_steps, engine=engine)
+        back = np.empty_like(other[1])
+        back[:, perm] = other[1]
+        other_final = _final_logs(X, other[-1])
+        relabelled["one_step"].append(ratio(back))
+        relabelled["gain_correlation"].append(_correlation(lloyd_final - other_final, gain))
+        relabelled["final_correlation"].append(_correlation(other_final, final))
+    coordinates = dict(permuted=[], reflected=[])
+    for _ in range(COORDINATE_TRANSFORMS):
+        perm, signs = rng.permutation(X.shape[-1]), rng.choice([-1.0, 1.0], size=X.shape[-1])
+        step = run_steps(theta, X[..., perm], init[..., perm], config, 1, engine=engine)[1]
+        back = np.empty_like(step)
+        back[..., perm] = step
+        coordinates["permuted"].append(ratio(back))
+        coordinates["reflected"].append(ratio(run_steps(theta, X * signs, init * signs, config, 1,
+                                                        engine=engine)[1] * signs))
+    starts = np.array([[x[rng.permutation(x.shape[0])[: init.shape[1]]] for x in X] for _ in range(RESTARTS)])
+    best = np.min([_final_logs(X, lloyd(X, c, n_steps).centers[-1]) for c in starts], axis=0)
+    return dict(layer_gain=float(np.mean(gain)), relabelled=relabelled, coordinates=coordinates,
+                constant_final_f2=_correlation(lloyd_final, gain),
+                lloyd_restarts_f2=_correlation(lloyd_final - best, gain),
+                lloyd_restarts_gain=float(np.mean(lloyd_final - best)))
+
+
+def symmetries(scale="paper", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
+    """:func:`symmetry_of_seed` for the standard layer of every seed, on its first :data:`DISSECTION_TASKS`
+    held-out tasks, with the permutations, signs and restarts of ``numpy.random.default_rng(seed)``."""
+    from .dissection import DISSECTION_TASKS
+
+    s = SCALES[scale]
+    models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
+    n_tasks, n_steps = min(DISSECTION_TASKS, s["eval_tasks"]), s["n_eval_steps"]
+    per_seed = []
+    for r in models:
+        if progress:
+            print(f"  symmetries: seed {r.config.seed}", file=sys.stderr, flush=True)
+        per_seed.append(symmetry_of_seed(r, *evaluation_tasks(r.config, n_tasks), n_steps,
+                                         np.random.default_rng(r.config.seed), engine))
+    return dict(**runs.status(models), n_tasks=n_tasks, n_eval_steps=n_steps, relabellings=RELABELLINGS,
+                transforms=COORDINATE_TRANSFORMS, restarts=RESTARTS, per_seed=per_seed)
 
 
 def _relabelled_seeds(models, n_tasks, engine):

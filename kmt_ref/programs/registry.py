@@ -101,6 +101,10 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("relabelled", "", "beyond the paper: the standard layer's one step against itself with the ids of "
                "its starts permuted, on every seed", scales=("paper", "quick"), run=experiments.relabelled,
                report=reports.relabelled),
+    Experiment("symmetries", "", "beyond the paper: the standard layer against itself with the ids of its starts "
+               "permuted (through the evaluation's steps), its coordinates permuted and reflected, and the nulls of "
+               "the gain correlation", scales=("paper", "quick"), run=experiments.symmetries,
+               report=reports.symmetries),
     Experiment("weights", "paper Fig. 5", "learned weights next to the construction",
                run=experiments.weights, report=reports.weights),
     Experiment("training-curves", "paper Fig. 9, 10a, 10b", "training loss and validation ratio for the paper's "

@@ -9,7 +9,8 @@ import numpy as np
 
 from ..learning.protocols import PAPER_LEARNING
 
-__all__ = ["learning", "precision", "tied", "relabelled", "eval_dropout", "ablation", "shifted", "training_curves",
+__all__ = ["learning", "precision", "tied", "relabelled", "symmetries", "eval_dropout", "ablation", "shifted",
+           "training_curves",
            "any_k", "multi_step", "real_data", "weights", "dissection", "chaos"]
 
 
@@ -84,6 +85,24 @@ def relabelled(result):
     for seed, r in zip(result["seeds"], result["relabelled"], strict=True):
         lines.append(f"  seed {seed}: median {np.median(r['median']):.3f} [{min(r['median']):.3f}, "
                      f"{max(r['median']):.3f}], worst task {r['worst']:.2f}")
+    return lines
+
+
+def symmetries(result):
+    lines = [f"the standard layer against itself under the task law's symmetries, on {result['n_tasks']} held-out "
+             f"tasks per seed: one-step ratio (median over tasks; median over {result['relabellings']} relabellings "
+             f"or {result['transforms']} coordinate transforms), and the correlations over tasks of the relabelled "
+             f"run's gain over Lloyd and final log objective with the run's; beside, the gain correlation (F2) of "
+             f"a candidate with the same final value on every task and of Lloyd at its best of {result['restarts']} "
+             "restarts:",
+             f"  {'seed':>4}  {'ids':>6}  {'coords':>6}  {'signs':>6}  {'gain r':>6}  {'final r':>7}  "
+             f"{'F2 const':>8}  {'F2 best-of':>10}"]
+    for seed, p in zip(result["seeds"], result["per_seed"], strict=True):
+        rel, co = p["relabelled"], p["coordinates"]
+        lines.append(f"  {seed:>4}  {np.median(rel['one_step']):6.3f}  {np.median(co['permuted']):6.3f}  "
+                     f"{np.median(co['reflected']):6.3f}  {np.median(rel['gain_correlation']):6.3f}  "
+                     f"{np.median(rel['final_correlation']):7.3f}  {p['constant_final_f2']:8.3f}  "
+                     f"{p['lloyd_restarts_f2']:10.3f}")
     return lines
 
 
