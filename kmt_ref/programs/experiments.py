@@ -20,12 +20,12 @@ import numpy as np
 
 from .._validation import check_int
 from ..classical import lloyd
-from ..geometry import kmeans_objective
 from ..learning.analysis import weight_summary
 from ..learning.evaluate import evaluation_tasks, log_objective_curve
 from ..learning.model import run_steps
 from ..learning.protocols import SCALES, checkpoint_path, committed_model, run_config
 from . import runs
+from .fidelity import _final_logs
 
 __all__ = ["precision", "tied", "relabelled", "relabelled_agreement", "symmetries", "symmetry_of_seed",
            "figure_runs", "figures_whole",
@@ -201,10 +201,6 @@ def relabelled(scale="paper", results_dir=None, train_missing=True, progress=Tru
 #: Coordinate permutations and reflections in :func:`symmetries`, and Lloyd's restarts in its F2 comparison.
 COORDINATE_TRANSFORMS = 32
 RESTARTS = 10
-
-
-def _final_logs(X, centers):
-    return np.log(kmeans_objective(X, centers))
 
 
 def _correlation(a, b):
