@@ -358,7 +358,8 @@ coordinate difference over all layers, "log-obj gap" the largest difference of t
 objective. Every row is one of four kinds:
   claim          a result of the paper or of this project; its verdict is "holds" or "FAILS";
   proof          a statement proved for every input by computer algebra, on the weights the library
-                 builds or on a formula it computes ("proved" or "FAILS"; no deviation to show);
+                 builds or on a formula it computes, or decided in exact arithmetic on the library's
+                 own blocks, layer and normalizers ("proved" or "FAILS"; no deviation to show);
   known failure  a documented case where the result does not hold ("fails, as documented");
   measurement    a number shown without a claim; the verdict says whether it meets the condition
                  shown ("within" / "outside"), or is "-" when the row only shows a difference.
