@@ -68,9 +68,13 @@ class _Solver:
                                         stderr=self._err, pass_fds=(request_read, reply_write))
         os.close(request_read)
         os.close(reply_write)
-        reply = self._receive()
-        if "load_error" in reply:
-            raise CheckFailedError(str(reply["load_error"]))
+        try:
+            reply = self._receive()
+            if "load_error" in reply:
+                raise CheckFailedError(str(reply["load_error"]))
+        except CheckFailedError:
+            self.close()  # a file that does not load: nothing of the process is left open
+            raise
 
     def request(self, op, argnum, args):
         try:
