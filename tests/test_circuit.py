@@ -128,3 +128,22 @@ def test_bad_arguments_are_refused_by_name():
         fit_circuit(theta, CONFIG, n_tasks=0)
     with pytest.raises(ValueError, match="subsets"):
         fit_circuit(theta, CONFIG, n_tasks=2, subsets=3)
+
+
+def test_distilled_end_to_end_the_circuit_finds_a_term_shared_by_every_id():
+    """The goal is the circuit of KNOWN with a CAX term ``-alpha ||c_j||^2``: the block-by-block fit (alpha 0)
+    misses it, the end-to-end fit finds every scalar."""
+    from kmt_ref.programs.fidelity import distill_circuit, distill_soft, soft_step
+
+    theta = _known_layer()
+    known = dict(KNOWN, center_penalty=0.4)
+    goal = lambda X, C: circuit_step(theta, CONFIG.model, known, X, C, SUMMARIES)  # noqa: E731
+    fit = distill_circuit(theta, CONFIG, n_tasks=8, target=goal)
+    assert fit["start_loss"] > 1e-4 and fit["loss"] < 1e-16
+    for key in ("beta", "center_penalty", "inv_width", "sharpness", "penalty"):
+        assert fit[key] == pytest.approx(known[key], rel=1e-5), key
+    assert fit["mu"] == pytest.approx(KNOWN["mu"], rel=1e-5)
+    # without a target: the layer itself, which is the circuit with alpha = 0
+    assert distill_circuit(theta, CONFIG, n_tasks=8)["center_penalty"] == pytest.approx(0.0, abs=1e-6)
+    soft = distill_soft(theta, CONFIG, n_tasks=8, target=lambda X, C: soft_step(X, C, 5.0))
+    assert soft["beta"] == pytest.approx(5.0, rel=1e-4) and soft["loss"] < 1e-10

@@ -347,3 +347,48 @@ def test_an_experiment_told_not_to_train_names_the_models_it_lacks(monkeypatch, 
     out = registry.run_experiment("multi-step", "beyond", str(tmp_path), train_missing=False, seeds=(0, 7))
     assert out["per_n_layers"]["T=1"]["seeds"] == [0]
     assert "seeds [7]: no trained d+k model" in capsys.readouterr().err
+
+
+def test_symmetric_measures_every_target_with_its_floor_and_the_verdicts_follow_the_numbers(tiny):
+    from kmt_ref.programs import interpret, reports
+
+    with pytest.raises(ValueError, match="reproduce interpret"):  # the tiny scale's 3 steps: no committed fit
+        registry.run_experiment("symmetric", "quick", tiny, progress=False)
+    os.makedirs(os.path.join(tiny, "quick"), exist_ok=True)
+    with open(os.path.join(tiny, "quick", "interpret.json"), "w") as f:  # what it reads of an interpret run
+        json.dump(dict(soft_beta=2.0, fits={"3": dict(beta=4.0, sharpness=6.0)}), f)
+    out = registry.run_experiment("symmetric", "quick", tiny, progress=False)
+    assert out["soft_beta"] == 2.0 and out["leaky_fit"] == dict(beta=4.0, sharpness=6.0)
+    assert [r["seed"] for r in out["standard"]] == [r["seed"] for r in out["tied"]] == [0, 1]
+    for row in out["standard"]:
+        layer, averaged = row["fidelity"]["layer"], row["fidelity"]["label-averaged layer"]
+        assert {"Lloyd", "circuit, distilled", "leaky, distilled", "soft k-means, distilled"} <= set(averaged)
+        # the layer's own average is nearer the average than the layer (an untied tiny layer differs from both)
+        floor = averaged["another label-averaged layer"]["one_step_ratio"]["median"]
+        assert floor < averaged["layer"]["one_step_ratio"]["median"]
+        assert np.isnan(layer["Lloyd"]["partial_correlation"])  # nothing of Lloyd's final is left to correlate
+        assert -1 <= averaged["best-of restarts"]["final_correlation"] <= 1
+    assert set(out["tied"][0]["fidelity"]["tied layer"]) >= {"standard layer", "circuit, distilled"}
+    summary = interpret.symmetric_summary(out)
+    entry = summary["standard"]["label-averaged layer"]
+    best = [min(entry["candidates"][n]["one_step_ratio"][i] for n in entry["closed_forms"]) for i in range(2)]
+    assert [b[1] for b in entry["best"]] == best
+    assert entry["within_floor"] == all(b - f <= interpret.FLOOR_MARGIN for b, f in zip(best, entry["floor"]))
+    assert "layer" not in entry["closed_forms"] and "circuit, summarized: values, SAX, CAC" not in entry["closed_forms"]
+    lines = reports.symmetric(out)
+    assert sum("target:" in line for line in lines) == 3 and any("floor on every seed" in line for line in lines)
+
+
+def test_the_tied_verdict_names_the_closed_forms_that_meet_both_thresholds():
+    from kmt_ref.programs import interpret
+
+    def fid(f1, r):
+        return {"one_step_ratio": {"median": f1}, "final_correlation": r, "partial_correlation": r,
+                "gain_correlation": r}
+
+    rows = [{"seed": s, "fidelity": {"tied layer": {"layer_gain": 0.1, "A": fid(0.2, 0.9), "B": fid(a, b),
+                                                    "standard layer": fid(0.1, 0.99)}}}
+            for s, (a, b) in enumerate([(0.1, 0.95), (0.3, 0.95)])]
+    entry = interpret.symmetric_summary({"standard": [], "tied": rows})["tied"]["tied layer"]
+    assert entry["describe"] == ["A"]  # B misses F1 on one seed; the standard layer is no closed form
+    assert entry["best"] == [("B", 0.1), ("A", 0.2)]

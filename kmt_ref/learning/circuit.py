@@ -16,6 +16,7 @@ the summary's scalars)::
     SAX     S_il = softmax_l(-w ||x_i - x_l||^2)                        w:  SAX's log-weights
     CAC     W_ji = softmax_i(eta A_ij - zeta ||A_i||^2)                 eta, zeta: CAC's log-weights, A CAX's
     CAX     A_ij = softmax_j(-beta ||x_i - c_j||^2)                     beta: CAX's log-weights
+                   (- alpha ||c_j||^2, a term shared by every id, when a fit gives ``center_penalty``)
 
 (the values' ``mu`` given the layer's own ``W`` and ``S``). Why these forms: composed through the blocks,
 the value maps that carry ``x`` into a center (:func:`value_maps`) are each a multiple of the identity and a
@@ -33,7 +34,7 @@ import numpy as np
 from .._validation import check_batch, check_choice, check_instance, check_int
 from ..attention import Block, attention_weights, softmax
 from ..engine import Engine
-from ..geometry import squared_distances
+from ..geometry import center_distances, squared_distances
 from ..kernels.softmax import euclidean_softmax_attention
 from ..layer import KMeansTransformer, transformer_layer
 from ..tasks import draw_tasks
@@ -208,6 +209,15 @@ def _check_summarized(summarized):
     return summarized
 
 
+def _summary_cax(X, C, fit):
+    """CAX's summary: ``softmax_j(-beta ||x_i - c_j||^2 - alpha ||c_j||^2)``, ``alpha`` (``center_penalty``) a
+    term shared by every id, 0 unless a fit gives it."""
+    alpha = fit.get("center_penalty", 0.0)
+    if not alpha:
+        return responsibilities(X, C, fit["beta"])
+    return softmax(-fit["beta"] * center_distances(X, C) - alpha * np.sum(C * C, axis=-1)[..., None, :])
+
+
 def circuit_step(theta, model_config, fit, X, C, summarized, engine=None):
     """One step of the circuit: the layer's own maps, the blocks in ``summarized`` replaced by their summaries.
 
@@ -243,7 +253,7 @@ def circuit_step(theta, model_config, fit, X, C, summarized, engine=None):
         SX = layout.read(engine.attend(P, P, Block(sax.Wq, sax.Wk, layout.projector("x"), gamma=sax.gamma,
                                                    bq=sax.bq, bk=sax.bk)), "x")
     if "CAC" in summarized:
-        A = responsibilities(X, C, fit["beta"]) if "CAX" in summarized else attention_weights(P, Q, blocks["CAX"])
+        A = _summary_cax(X, C, fit) if "CAX" in summarized else attention_weights(P, Q, blocks["CAX"])
         W = softmax(fit["sharpness"] * np.swapaxes(A, -1, -2) - fit["penalty"] * np.sum(A * A, axis=-1)[..., None, :])
     else:
         P_new, _ = transformer_layer(P, Q, blocks, engine=engine)

@@ -28,17 +28,23 @@ import scipy.optimize
 from .._validation import check_int
 from ..classical import lloyd
 from ..geometry import kmeans_objective
-from ..learning.circuit import SUMMARIES, circuit_step
+from ..learning.circuit import SUMMARIES, circuit_step, fit_circuit
 from ..learning.model import run_steps
 from ..tasks import draw_tasks
 from ..variants.leaky import leaky_step
 from ..variants.soft import soft_kmeans
 
-__all__ = ["candidate_steps", "circuit_steps", "circuit_name", "CIRCUITS", "CIRCUIT", "fidelity_of_seed", "distill",
-           "summarize_fidelity", "QUARTILES"]
+__all__ = ["candidate_steps", "circuit_steps", "circuit_name", "CIRCUITS", "CIRCUIT", "fidelity_of_seed", "fidelity_to",
+           "trajectory", "partial_correlation", "soft_step", "averaged_step", "distill", "distill_soft",
+           "distill_circuit", "CIRCUIT_SCALARS", "summarize_fidelity", "QUARTILES"]
 
 #: The quantiles of the one-step ratio over tasks that the report gives.
 QUARTILES = (0.25, 0.5, 0.75)
+
+
+def soft_step(X, C, beta):
+    """One soft k-means step at stiffness ``beta`` on each task of ``X`` (B, n, d) from ``C`` (B, k, d)."""
+    return np.array([soft_kmeans(x, c, 1, beta, keep_assignments=False).centers[-1] for x, c in zip(X, C, strict=True)])
 
 
 def candidate_steps(soft_beta, fits, distilled=None):
@@ -48,8 +54,7 @@ def candidate_steps(soft_beta, fits, distilled=None):
     beta = soft_beta
     steps = {
         "Lloyd": lambda X, C: lloyd(X, C, 1).centers[-1],
-        f"soft k-means, beta = {beta:g}": lambda X, C: np.array(
-            [soft_kmeans(x, c, 1, beta, keep_assignments=False).centers[-1] for x, c in zip(X, C, strict=True)]),
+        f"soft k-means, beta = {beta:g}": lambda X, C: soft_step(X, C, beta),
     }
     fits = dict(fits, **({"distilled": distilled} if distilled else {}))
     for unroll, f in fits.items():
@@ -82,37 +87,79 @@ def _final_logs(X, centers):
     return np.log(kmeans_objective(X, centers))
 
 
-def fidelity_of_seed(theta, model_config, X, init, n_steps, steps, engine=None):
-    """F1 and F2 of every candidate ``steps`` against the layer ``theta`` on the tasks ``(X, init)``.
+def trajectory(step, X, init, n_steps):
+    """``(n_steps + 1, B, k, d)``: ``init`` and the centers after each of ``n_steps`` applications of ``step``."""
+    centers = [init]
+    for _ in range(n_steps):
+        centers.append(step(X, centers[-1]))
+    return np.array(centers)
+
+
+def partial_correlation(a, b, given):
+    """The correlation over tasks of ``a`` and ``b`` with the part of each that is linear in ``given`` removed
+    (least squares with an intercept); nan when either has nothing left."""
+    basis = np.stack([np.ones_like(given), given], axis=1)
+    rest = [v - basis @ np.linalg.lstsq(basis, v, rcond=None)[0] for v in (a, b)]
+    norms = [np.linalg.norm(r) for r in rest]
+    if min(norms) <= 1e-12 * max(np.linalg.norm(a), np.linalg.norm(b)):
+        return float("nan")
+    return float(rest[0] @ rest[1] / (norms[0] * norms[1]))
+
+
+def fidelity_to(target, X, candidates, lloyd_final):
+    """F1, F2 and the final-objective correlations of every candidate trajectory against ``target``.
+
+    ``target`` and each of ``candidates`` (``{name: trajectory}``) are ``(T + 1, B, k, d)`` from the same
+    ``init``; ``lloyd_final``: per task, Lloyd's final log objective after ``T`` steps.
 
     Returns
     -------
     dict
-        ``{candidate: {"one_step_ratio": {"q25", "median", "q75"}, "gain_correlation": float,
-        "recovered": float}}``, and ``"layer_gain"``: the layer's mean gain over Lloyd.
+        ``{candidate: {"one_step_ratio": {"q25", "median", "q75"}, "gain_correlation", "final_correlation",
+        "partial_correlation", "recovered"}}`` (the final log objectives' correlation over tasks with the
+        target's, and the same given Lloyd's final log objective), and ``"layer_gain"``: the target's mean gain
+        over Lloyd.
     """
-    layer = run_steps(theta, X, init, model_config, n_steps, engine=engine)  # (T + 1, B, k, d)
-    moved = np.linalg.norm((layer[1] - init).reshape(len(X), -1), axis=1)
-    lloyd_final = _final_logs(X, lloyd(X, init, n_steps).centers[-1])
-    layer_gain = lloyd_final - _final_logs(X, layer[-1])
+    B = target.shape[1]
+    moved = np.linalg.norm((target[1] - target[0]).reshape(B, -1), axis=1)
+    final = _final_logs(X, target[-1])
+    layer_gain = lloyd_final - final
     out = {"layer_gain": float(np.mean(layer_gain))}
-    for name, step in steps.items():
-        first = step(X, init)
-        ratio = np.linalg.norm((first - layer[1]).reshape(len(X), -1), axis=1) / moved
-        C = first
-        for _ in range(n_steps - 1):
-            C = step(X, C)
-        gain = lloyd_final - _final_logs(X, C)
-        correlation = float(np.corrcoef(gain, layer_gain)[0, 1]) if np.std(gain) > 0 else float("nan")
+    for name, run in candidates.items():
+        ratio = np.linalg.norm((run[1] - target[1]).reshape(B, -1), axis=1) / moved
+        own = _final_logs(X, run[-1])
+        gain = lloyd_final - own
+        defined = np.std(gain) > 0
         out[name] = {"one_step_ratio": dict(zip(("q25", "median", "q75"),
                                                  (float(q) for q in np.quantile(ratio, QUARTILES)), strict=True)),
-                     "gain_correlation": correlation,
+                     "gain_correlation": float(np.corrcoef(gain, layer_gain)[0, 1]) if defined else float("nan"),
+                     "final_correlation": float(np.corrcoef(own, final)[0, 1]),
+                     "partial_correlation": partial_correlation(own, final, lloyd_final) if defined else float("nan"),
                      "recovered": float(np.mean(gain) / np.mean(layer_gain))}
     return out
 
 
+def fidelity_of_seed(theta, model_config, X, init, n_steps, steps, engine=None):
+    """:func:`fidelity_to` the layer ``theta`` of every candidate ``steps`` (``{name: step(X, C)}``) run from
+    ``init`` for ``n_steps`` on the tasks ``X``."""
+    layer = run_steps(theta, X, init, model_config, n_steps, engine=engine)  # (T + 1, B, k, d)
+    lloyd_final = _final_logs(X, lloyd(X, init, n_steps).centers[-1])
+    return fidelity_to(layer, X, {name: trajectory(step, X, init, n_steps) for name, step in steps.items()},
+                       lloyd_final)
+
+
+def _fitting_tasks(config, n_tasks, fit_seed):
+    check_int(n_tasks, "n_tasks", low=1)
+    return draw_tasks(np.random.default_rng(fit_seed), n_tasks, init="first", **config.task_kwargs())
+
+
+def _goal(theta, config, X, init, target, engine):
+    """The centers a distillation fits: ``target(X, init)``, or the layer's one step."""
+    return run_steps(theta, X, init, config.model, 1, engine=engine)[1] if target is None else target(X, init)
+
+
 def distill(theta, config, n_tasks=64, fit_seed=20_262, starts=((2.0, 2.0), (4.0, 8.0), (16.0, 32.0)),
-            engine=None):
+            engine=None, target=None):
     """Leaky soft k-means's two scalars fitted to a trained layer's own one-step outputs on training tasks.
 
     ``theta``, ``config``: the layer and its run's :class:`~kmt_ref.learning.config.TrainConfig`. Tasks are
@@ -120,14 +167,14 @@ def distill(theta, config, n_tasks=64, fit_seed=20_262, starts=((2.0, 2.0), (4.0
     validation or evaluation tasks); ``log beta`` and ``log sharpness`` minimize the squared distance of one
     leaky step's centers from the layer's (relative to the layer's move), by Nelder-Mead from each of
     ``starts``. Returns the best end point with every start's, so that the spread over starts is reported.
+    ``target(X, init) -> centers``, if given, is fitted instead of the layer's step (the label-averaged layer).
     """
-    check_int(n_tasks, "n_tasks", low=1)
-    X, init = draw_tasks(np.random.default_rng(fit_seed), n_tasks, init="first", **config.task_kwargs())
-    target = run_steps(theta, X, init, config.model, 1, engine=engine)[1]
-    moved = np.sum((target - init) ** 2)
+    X, init = _fitting_tasks(config, n_tasks, fit_seed)
+    goal = _goal(theta, config, X, init, target, engine)
+    moved = np.sum((goal - init) ** 2)
 
     def loss(p):
-        return float(np.sum((np.asarray(leaky_step(X, init, np.exp(p[0]), np.exp(p[1]))[0]) - target) ** 2) / moved)
+        return float(np.sum((np.asarray(leaky_step(X, init, np.exp(p[0]), np.exp(p[1]))[0]) - goal) ** 2) / moved)
 
     ends = []
     for start in starts:
@@ -138,6 +185,70 @@ def distill(theta, config, n_tasks=64, fit_seed=20_262, starts=((2.0, 2.0), (4.0
     best = min(ends, key=lambda e: e["loss"])
     return dict(beta=best["beta"], sharpness=best["sharpness"], loss=best["loss"], starts=ends, n_tasks=n_tasks,
                 fit_seed=fit_seed)
+
+
+def distill_soft(theta, config, n_tasks=64, fit_seed=20_262, bounds=(-3.0, 6.0), engine=None, target=None):
+    """Soft k-means's stiffness fitted as :func:`distill` fits leaky soft k-means's scalars: ``log beta`` in
+    ``bounds`` minimizing one step's squared distance from the layer's (or ``target``'s), relative to its move.
+    Returns ``{"beta", "loss", "n_tasks", "fit_seed"}``."""
+    X, init = _fitting_tasks(config, n_tasks, fit_seed)
+    goal = _goal(theta, config, X, init, target, engine)
+    moved = np.sum((goal - init) ** 2)
+
+    def loss(log_beta):
+        return float(np.sum((soft_step(X, init, np.exp(log_beta)) - goal) ** 2) / moved)
+
+    fit = scipy.optimize.minimize_scalar(loss, bounds=bounds, method="bounded", options=dict(xatol=1e-6))
+    return dict(beta=float(np.exp(fit.x)), loss=float(fit.fun), n_tasks=n_tasks, fit_seed=fit_seed)
+
+
+#: The scalars of the circuit with every block summarized, as :func:`distill_circuit` fits them end to end.
+CIRCUIT_SCALARS = ("beta", "center_penalty", "inv_width", "sharpness", "penalty", "mu_0", "mu_1", "mu_2")
+
+
+def _circuit_fit(p):
+    fit = dict(zip(CIRCUIT_SCALARS[:5], (float(v) for v in p[:5]), strict=True))
+    return dict(fit, mu=[float(v) for v in p[5:]])
+
+
+def distill_circuit(theta, config, n_tasks=32, fit_seed=20_262, engine=None, target=None):
+    """The circuit with every block summarized (:func:`~kmt_ref.learning.circuit.circuit_step`, CAX a
+    softmax of distances with a term ``alpha ||c_j||^2`` shared by every id: :data:`CIRCUIT_SCALARS`, none of
+    them per id) fitted end to end to the layer's one step (or ``target``'s) on training tasks.
+
+    Starts from the block-by-block fit to the layer ``theta``
+    (:func:`~kmt_ref.learning.circuit.fit_circuit`, its own tasks), then minimizes the squared distance of the
+    circuit's step from the goal, relative to the goal's move, by least squares (``scipy.optimize``'s
+    trust-region reflective method, finite-difference Jacobian). Returns the scalars as ``circuit_step`` reads
+    them, with ``loss``, the start's ``start_loss``, ``n_tasks`` and ``fit_seed``.
+    """
+    X, init = _fitting_tasks(config, n_tasks, fit_seed)
+    goal = _goal(theta, config, X, init, target, engine)
+    scale = np.sqrt(np.sum((goal - init) ** 2))
+    block = fit_circuit(theta, config)
+
+    def residual(p):
+        return ((circuit_step(theta, config.model, _circuit_fit(p), X, init, SUMMARIES, engine) - goal)
+                / scale).ravel()
+
+    start = np.array([block["beta"], 0.0, block["inv_width"], block["sharpness"], block["penalty"], *block["mu"]])
+    fit = scipy.optimize.least_squares(residual, start, x_scale="jac", max_nfev=400)
+    return dict(_circuit_fit(fit.x), loss=float(np.sum(fit.fun ** 2)), start_loss=float(np.sum(residual(start) ** 2)),
+                n_tasks=n_tasks, fit_seed=fit_seed)
+
+
+def averaged_step(theta, model_config, perms, engine=None):
+    """The label-averaged layer: ``step(X, C)``, the mean over ``perms`` (permutations of the ``k`` ids) of the
+    layer's step from the centers ``C[:, perm]``, mapped back to their ids. It treats every id alike up to the
+    sample of permutations; the layer itself does so only if its step commutes with every relabelling."""
+    def step(X, C):
+        total = np.zeros_like(C)
+        for perm in perms:
+            back = np.empty_like(C)
+            back[:, perm] = run_steps(theta, X, C[:, perm], model_config, 1, engine=engine)[1]
+            total += back
+        return total / len(perms)
+    return step
 
 
 def summarize_fidelity(per_seed):

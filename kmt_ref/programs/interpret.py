@@ -15,11 +15,11 @@ import numpy as np
 
 from .._validation import check_choice, read_json
 from ..classical import lloyd
-from ..geometry import nearest_center
-from ..learning.circuit import fit_circuit
+from ..geometry import kmeans_objective, nearest_center
+from ..learning.circuit import SUMMARIES, circuit_step, fit_circuit
 from ..learning.closed_form import fit_leaky
 from ..learning.evaluate import evaluation_tasks, lloyd_curve, log_objective_curve, model_curve
-from ..learning.model import to_transformer
+from ..learning.model import run_steps, to_transformer
 from ..learning.protocols import SCALES, committed, run_config
 from ..real_data import DATASETS, load_dataset, to_width
 from ..tasks import sample_tasks
@@ -30,15 +30,24 @@ from .beyond import _learned_on, _scores, real_data_starts
 from .dissection import DISSECTION_TASKS, QUANTITY_TASKS
 from .fidelity import (
     CIRCUIT,
+    averaged_step,
     candidate_steps,
     circuit_name,
     circuit_steps,
     distill,
+    distill_circuit,
+    distill_soft,
     fidelity_of_seed,
+    fidelity_to,
+    partial_correlation,
+    soft_step,
     summarize_fidelity,
+    trajectory,
 )
 
-__all__ = ["interpret", "strides", "SOFT_BETAS", "FIT", "OWNERSHIP_BETA", "OWNS", "SHIFTS", "MADE_STARTS"]
+__all__ = ["interpret", "symmetric", "symmetric_summary", "AVERAGED_RELABELLINGS", "BEST_OF", "FLOOR_MARGIN",
+           "DESCRIBES", "strides",
+           "SOFT_BETAS", "FIT", "OWNERSHIP_BETA", "OWNS", "SHIFTS", "MADE_STARTS"]
 
 
 #: The stiffnesses among which soft k-means's best single one is chosen (on training tasks).
@@ -293,3 +302,154 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
                 fits={str(u): dict(f, **fit) for u, f in fits.items()},
                 recovered=recovered, fidelity=summarize_fidelity([p["fidelity"] for p in per_seed]),
                 per_seed=per_seed, shifted=shifted, made=made, real_data=real)
+
+
+#: Relabellings of the starts' ids averaged in the label-averaged layer (:func:`symmetric`); a second, independent
+#: set of as many measures the floor that their number leaves.
+AVERAGED_RELABELLINGS = 32
+#: Lloyd's restarts from random data points in :func:`symmetric`'s null of the final-objective correlation.
+BEST_OF = 10
+
+
+def _distilled(theta, config, target, engine):
+    """Soft k-means, leaky soft k-means and the circuit of :data:`~kmt_ref.programs.fidelity.CIRCUIT_SCALARS`,
+    each fitted to one step of ``target`` (``None``: the layer's) on training tasks."""
+    return dict(soft=distill_soft(theta, config, engine=engine, target=target),
+                leaky=distill(theta, config, engine=engine, target=target),
+                circuit=distill_circuit(theta, config, engine=engine, target=target))
+
+
+def _distilled_steps(theta, model_config, fits, engine):
+    return {"soft k-means, distilled": lambda X, C: soft_step(X, C, fits["soft"]["beta"]),
+            "leaky, distilled": lambda X, C: np.asarray(
+                leaky_step(X, C, fits["leaky"]["beta"], fits["leaky"]["sharpness"])[0]),
+            "circuit, distilled": lambda X, C: circuit_step(theta, model_config, fits["circuit"], X, C, SUMMARIES,
+                                                            engine)}
+
+
+def _against(target, X, init, n_steps, steps, runs_, lloyd_final, best_final):
+    """:func:`~kmt_ref.programs.fidelity.fidelity_to` ``target`` of ``steps`` and of the ready trajectories
+    ``runs_``, with the final-objective correlations of Lloyd's best restarts (a null: it knows nothing of the
+    layer)."""
+    candidates = dict({name: trajectory(step, X, init, n_steps) for name, step in steps.items()}, **runs_)
+    out = fidelity_to(target, X, candidates, lloyd_final)
+    final = np.log(kmeans_objective(X, target[-1]))
+    out["best-of restarts"] = dict(final_correlation=float(np.corrcoef(best_final, final)[0, 1]),
+                                   partial_correlation=partial_correlation(best_final, final, lloyd_final))
+    return out
+
+
+def symmetric(scale="paper", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
+    """The closed forms against targets that treat the ids of the starts alike: the label-averaged standard layer
+    (:func:`~kmt_ref.programs.fidelity.averaged_step`, :data:`AVERAGED_RELABELLINGS` relabellings) and the tied
+    layer, beside the standard layer itself, on each seed's first :data:`DISSECTION_TASKS` held-out tasks.
+
+    Candidates: Lloyd's algorithm, soft k-means and leaky soft k-means as the interpret experiment fitted them
+    on the training distribution (its result in ``results_dir`` if a run wrote one, else the committed one), and
+    soft k-means, leaky soft k-means and the circuit of :data:`~kmt_ref.programs.fidelity.CIRCUIT_SCALARS`
+    distilled to each target's own one step on training
+    tasks; for the standard layer's targets also the circuit around the layer's own CAX (fitted block by block,
+    as the interpret experiment fits it), which is not a closed form. Each is measured by the one-step ratio
+    (F1), the correlation over tasks of its final log objective with the target's and the same given Lloyd's
+    (:func:`~kmt_ref.programs.fidelity.fidelity_to`); the gain correlation (F2) is kept for comparison. The
+    floor of the averaged target is a second average over as many other relabellings; the nulls: the standard
+    layer against its own average, Lloyd's best of :data:`BEST_OF` restarts. Permutations and restarts are
+    drawn from ``numpy.random.default_rng(seed)``.
+    """
+    s = SCALES[scale]
+    n_tasks, n_steps = min(DISSECTION_TASKS, s["eval_tasks"]), s["n_eval_steps"]
+    mine = None if results_dir is None else os.path.join(results_dir, scale, "interpret.json")
+    done = read_json(mine) if mine is not None and os.path.exists(mine) else committed("interpret", scale)
+    if str(n_steps) not in done["fits"]:
+        raise ValueError(f"the symmetric experiment runs leaky soft k-means as the interpret experiment fitted it "
+                         f"through {n_steps} steps; its result has fits through {sorted(done['fits'])}: run "
+                         f"`reproduce interpret` at this scale first")
+    soft_beta, fit = done["soft_beta"], done["fits"][str(n_steps)]
+    common = candidate_steps(soft_beta, {n_steps: fit})
+    standard = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
+    tied_models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine, tied=True)
+    by_seed = {r.config.seed: r for r in standard}
+    out = dict(**runs.status(standard), tied_status=runs.status(tied_models), n_tasks=n_tasks, n_eval_steps=n_steps,
+               relabellings=AVERAGED_RELABELLINGS, best_of=BEST_OF, soft_beta=soft_beta, leaky_fit=fit,
+               standard=[], tied=[])
+    for r in standard + tied_models:
+        kind = "tied" if r.config.tied else "standard"
+        if progress:
+            print(f"  symmetric: {kind} layer, seed {r.config.seed}", file=sys.stderr, flush=True)
+        rng = np.random.default_rng(r.config.seed)
+        model = r.config.model
+        X, init = evaluation_tasks(r.config, n_tasks)
+        layer = run_steps(r.theta, X, init, model, n_steps, engine=engine)
+        lloyd_final = np.log(kmeans_objective(X, lloyd(X, init, n_steps).centers[-1]))
+        starts = [np.array([x[rng.permutation(x.shape[0])[: init.shape[1]]] for x in X]) for _ in range(BEST_OF)]
+        best_final = np.min([np.log(kmeans_objective(X, lloyd(X, c, n_steps).centers[-1])) for c in starts], axis=0)
+        row = dict(seed=r.config.seed, fits={}, fidelity={})
+        if kind == "standard":
+            perms = [rng.permutation(init.shape[1]) for _ in range(2 * AVERAGED_RELABELLINGS)]
+            average = averaged_step(r.theta, model, perms[:AVERAGED_RELABELLINGS], engine)
+            averaged = trajectory(average, X, init, n_steps)
+            floor = trajectory(averaged_step(r.theta, model, perms[AVERAGED_RELABELLINGS:], engine), X, init, n_steps)
+            targets = {"layer": (layer, None, {"label-averaged layer": averaged}),
+                       "label-averaged layer": (averaged, average, {"layer": layer,
+                                                                    "another label-averaged layer": floor})}
+        else:
+            other = by_seed.get(r.config.seed)
+            ready = {} if other is None else {"standard layer": run_steps(other.theta, X, init, other.config.model,
+                                                                          n_steps, engine=engine)}
+            targets = {"tied layer": (layer, None, ready)}
+        # the circuit around the layer's own CAX (fitted block by block to the layer): not a closed form
+        own = {} if kind == "tied" else circuit_steps(r.theta, model, fit_circuit(r.theta, r.config), (CIRCUIT,),
+                                                      engine)
+        for name, (target, step, ready) in targets.items():
+            fits = _distilled(r.theta, r.config, step, engine)
+            steps = dict(common, **_distilled_steps(r.theta, model, fits, engine), **own)
+            row["fits"][name] = fits
+            row["fidelity"][name] = _against(target, X, init, n_steps, steps, ready, lloyd_final, best_final)
+        out[kind].append(row)
+    return out
+
+
+#: How close to its floor a closed form must come on every seed to describe the label-averaged layer, and the
+#: F1 and final-objective correlation at which one describes the tied layer.
+FLOOR_MARGIN = 0.1
+DESCRIBES = dict(one_step_ratio=0.25, final_correlation=0.8)
+#: The candidates of :func:`symmetric` that are layers or the floor, not closed forms.
+_NOT_CLOSED = ("layer", "label-averaged layer", "another label-averaged layer", "standard layer", "best-of restarts",
+               "layer_gain", circuit_name(CIRCUIT))
+
+
+def symmetric_summary(result):
+    """Per target of :func:`symmetric`'s ``result``, each candidate's measures per seed, and the verdicts.
+
+    Returns ``{kind: {target: {"candidates": {name: {"one_step_ratio": [median per seed], "final_correlation",
+    "partial_correlation", "gain_correlation": [per seed]}}, "closed_forms": [names], "best": [(name, F1) per
+    seed]}}}`` for kind ``"standard"`` and ``"tied"``; the label-averaged target adds ``"floor"`` (per seed, the
+    second average's F1) and ``"within_floor"`` (the best closed form within :data:`FLOOR_MARGIN` of the floor on
+    every seed); the tied layer adds ``"describe"``: the closed forms within :data:`DESCRIBES` on every seed.
+    """
+    out = {}
+    for kind in ("standard", "tied"):
+        rows = result[kind]
+        if not rows:
+            continue
+        out[kind] = {}
+        for target in rows[0]["fidelity"]:
+            fids = [row["fidelity"][target] for row in rows]
+            names = [n for n in fids[0] if n != "layer_gain"]
+            cands = {n: {key: [f[n][key]["median"] if key == "one_step_ratio" else f[n][key] for f in fids]
+                         for key in ("one_step_ratio", "final_correlation", "partial_correlation", "gain_correlation")
+                         if key in fids[0][n]} for n in names}
+            closed = [n for n in names if n not in _NOT_CLOSED]
+            best = [min(((n, cands[n]["one_step_ratio"][i]) for n in closed), key=lambda e: e[1])
+                    for i in range(len(rows))]
+            entry = dict(candidates=cands, closed_forms=closed, best=best)
+            if "another label-averaged layer" in cands:
+                floor = cands["another label-averaged layer"]["one_step_ratio"]
+                entry["floor"] = floor
+                entry["within_floor"] = all(b[1] - f <= FLOOR_MARGIN for b, f in zip(best, floor, strict=True))
+            if kind == "tied":
+                entry["describe"] = [n for n in closed
+                                     if max(cands[n]["one_step_ratio"]) <= DESCRIBES["one_step_ratio"]
+                                     and min(cands[n]["final_correlation"]) >= DESCRIBES["final_correlation"]]
+            out[kind][target] = entry
+    return out

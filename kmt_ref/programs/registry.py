@@ -121,6 +121,10 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("interpret", "", "beyond the paper: the learned layer against the closed form its dissection points "
                "to, leaky soft k-means, fitted on the training distribution", run=interpret.interpret,
                report=reports.interpret),
+    Experiment("symmetric", "", "beyond the paper: the closed forms fitted to the standard layer, to its average "
+               "over relabellings of its starts' ids and to the tied layer, by one-step ratio and final-objective "
+               "correlation",
+               scales=("paper", "quick"), run=interpret.symmetric, report=reports.symmetric),
     Experiment("chaos", "", "beyond the paper: each seed's model retrained from initial parameters moved by a few "
                "roundings (--beyond or --figures scale)", scales=("beyond", "figures"), run=beyond.chaos,
                report=reports.chaos),

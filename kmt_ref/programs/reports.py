@@ -9,8 +9,8 @@ import numpy as np
 
 from ..learning.protocols import PAPER_LEARNING
 
-__all__ = ["learning", "precision", "tied", "relabelled", "symmetries", "eval_dropout", "ablation", "shifted",
-           "training_curves",
+__all__ = ["learning", "precision", "tied", "relabelled", "symmetries", "symmetric", "eval_dropout", "ablation",
+           "shifted", "training_curves",
            "any_k", "multi_step", "real_data", "weights", "dissection", "chaos"]
 
 
@@ -334,3 +334,37 @@ def _circuit_lines(per_seed):
 def _median_or_dash(values, fmt=".3f"):
     v = [x for x in values if x is not None]
     return format(float(np.median(v)), fmt) if v else "-"
+
+
+def symmetric(result):
+    from .interpret import DESCRIBES, FLOOR_MARGIN, symmetric_summary
+
+    lines = [f"the closed forms against the standard layer, its label-averaged version ({result['relabellings']} "
+             f"relabellings of the starts' ids) and the tied layer, on {result['n_tasks']} held-out tasks per seed: "
+             "F1, one step's distance from the target's over its move (median over tasks); final r, the correlation "
+             f"over tasks of the log objective after {result['n_eval_steps']} steps with the target's, and partial r "
+             "the same given Lloyd's; F2, the gain correlation; each median [min, max] over seeds:"]
+    for kind, targets in symmetric_summary(result).items():
+        seeds = [row["seed"] for row in result[kind]]
+        for target, entry in targets.items():
+            lines.append(f"  target: the {target} ({kind} layer, seeds {', '.join(map(str, seeds))})")
+            for name, v in entry["candidates"].items():
+                cells = [f"{label} {_spread(v[key])}" for label, key in (
+                    ("F1", "one_step_ratio"), ("final r", "final_correlation"), ("partial r", "partial_correlation"),
+                    ("F2", "gain_correlation")) if key in v]
+                lines.append(f"    {name:<30}" + "  ".join(cells))
+            best = ", ".join(f"{n} {f:.2f}" for n, f in entry["best"])
+            lines.append(f"    closest closed form per seed: {best}")
+            if "floor" in entry:
+                lines.append(f"    within {FLOOR_MARGIN:g} of the floor on every seed: "
+                             f"{'yes' if entry['within_floor'] else 'no'}")
+            if "describe" in entry:
+                lines.append(f"    F1 <= {DESCRIBES['one_step_ratio']:g} and final r >= "
+                             f"{DESCRIBES['final_correlation']:g} on every seed: "
+                             + (", ".join(entry["describe"]) if entry["describe"] else "none"))
+    return lines
+
+
+def _spread(values):
+    v = [x for x in values if x is not None and np.isfinite(x)]
+    return f"{np.median(v):.2f} [{min(v):.2f}, {max(v):.2f}]" if v else "undefined"
