@@ -369,11 +369,16 @@ def test_symmetric_measures_every_target_with_its_floor_and_the_verdicts_follow_
         assert np.isnan(layer["Lloyd"]["partial_correlation"])  # nothing of Lloyd's final is left to correlate
         assert -1 <= averaged["best-of restarts"]["final_correlation"] <= 1
     assert set(out["tied"][0]["fidelity"]["tied layer"]) >= {"standard layer", "circuit, distilled"}
+    learning = registry.run_experiment("learning", "quick", tiny, progress=False)  # the same held-out tasks
+    for i, row in enumerate(out["standard"]):
+        assert set(row["final"]) == {"Lloyd", "layer", "soft k-means, beta = 2", "leaky, fitted through 3"}
+        assert row["final"]["layer"] == learning["learned_final"][i]
+        assert row["final"]["Lloyd"] == learning["lloyd_final"][i]
     summary = interpret.symmetric_summary(out)
     entry = summary["standard"]["label-averaged layer"]
     best = [min(entry["candidates"][n]["one_step_ratio"][i] for n in entry["closed_forms"]) for i in range(2)]
     assert [b[1] for b in entry["best"]] == best
-    assert entry["within_floor"] == all(b - f <= interpret.FLOOR_MARGIN for b, f in zip(best, entry["floor"]))
+    assert entry["within_floor"] == all(b - f <= interpret.FLOOR_MARGIN for b, f in zip(best, entry["floor"], strict=True))
     assert "layer" not in entry["closed_forms"] and "circuit, summarized: values, SAX, CAC" not in entry["closed_forms"]
     lines = reports.symmetric(out)
     assert sum("target:" in line for line in lines) == 3 and any("floor on every seed" in line for line in lines)

@@ -339,6 +339,18 @@ def _against(target, X, init, n_steps, steps, runs_, lloyd_final, best_final):
     return out
 
 
+def _held_out_finals(run, n_tasks, soft_beta, fit, n_steps, engine):
+    """The final mean log objective on ``run``'s seed's ``n_tasks`` held-out tasks (as the learning experiment
+    evaluates the layer) of Lloyd's algorithm, the layer, soft k-means at ``soft_beta`` and leaky soft k-means
+    at ``fit``."""
+    X, init = evaluation_tasks(run.config, n_tasks)
+    return {"Lloyd": float(lloyd_curve(X, init, n_steps)[0][-1]),
+            "layer": float(model_curve(run.theta, run.config.model, X, init, n_steps, engine=engine)[0][-1]),
+            f"soft k-means, beta = {soft_beta:g}": _soft_final(X, init, n_steps, soft_beta),
+            f"leaky, fitted through {n_steps}": float(_leaky_curve(X, init, n_steps, fit["beta"],
+                                                                   fit["sharpness"])[0][-1])}
+
+
 def symmetric(scale="paper", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """The closed forms against targets that treat the ids of the starts alike: the label-averaged standard layer
     (:func:`~kmt_ref.programs.fidelity.averaged_step`, :data:`AVERAGED_RELABELLINGS` relabellings) and the tied
@@ -349,9 +361,11 @@ def symmetric(scale="paper", results_dir=None, train_missing=True, progress=True
     soft k-means, leaky soft k-means and the circuit of :data:`~kmt_ref.programs.fidelity.CIRCUIT_SCALARS`
     distilled to each target's own one step on training
     tasks; for the standard layer's targets also the circuit around the layer's own CAX (fitted block by block,
-    as the interpret experiment fits it), which is not a closed form. Each is measured by the one-step ratio
-    (F1), the correlation over tasks of its final log objective with the target's and the same given Lloyd's
-    (:func:`~kmt_ref.programs.fidelity.fidelity_to`); the gain correlation (F2) is kept for comparison. The
+    as the interpret experiment fits it), which is not a closed form. And per seed, on all its held-out tasks,
+    the final mean log objective of Lloyd's algorithm, the layer and the interpret experiment's two closed forms
+    (``final``: their shares of the layer's gain on more tasks than the fidelity's). Each candidate is measured
+    by the one-step ratio (F1), the correlation over tasks of its final log objective with the target's and the
+    same given Lloyd's (:func:`~kmt_ref.programs.fidelity.fidelity_to`); the gain correlation (F2) is kept. The
     floor of the averaged target is a second average over as many other relabellings; the nulls: the standard
     layer against its own average, Lloyd's best of :data:`BEST_OF` restarts. Permutations and restarts are
     drawn from ``numpy.random.default_rng(seed)``.
@@ -383,7 +397,8 @@ def symmetric(scale="paper", results_dir=None, train_missing=True, progress=True
         lloyd_final = np.log(kmeans_objective(X, lloyd(X, init, n_steps).centers[-1]))
         starts = [np.array([x[rng.permutation(x.shape[0])[: init.shape[1]]] for x in X]) for _ in range(BEST_OF)]
         best_final = np.min([np.log(kmeans_objective(X, lloyd(X, c, n_steps).centers[-1])) for c in starts], axis=0)
-        row = dict(seed=r.config.seed, fits={}, fidelity={})
+        row = dict(seed=r.config.seed, fits={}, fidelity={},
+                   final=_held_out_finals(r, s["eval_tasks"], soft_beta, fit, n_steps, engine))
         if kind == "standard":
             perms = [rng.permutation(init.shape[1]) for _ in range(2 * AVERAGED_RELABELLINGS)]
             average = averaged_step(r.theta, model, perms[:AVERAGED_RELABELLINGS], engine)

@@ -265,6 +265,9 @@ def interpret(result):
         lines.append(f"  {name:<30}" + "   ".join(cells))
     if "fidelity" in result:
         lines += _fidelity_lines(result)
+        lines.append("  the same layer against itself with its starts' ids, coordinates or signs changed, and the "
+                     "nulls of F2: `reproduce symmetries`; the candidates against the layer averaged over its "
+                     "starts' ids and against the tied layer, by final-objective correlation: `reproduce symmetric`")
     lines.append("off the training distribution (the tasks of the committed experiments): final mean log objective, "
                  "median over seeds, and the median share of sharing centers at the start:")
     for experiment, conditions in result["shifted"].items():
