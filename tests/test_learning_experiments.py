@@ -378,7 +378,8 @@ def test_symmetric_measures_every_target_with_its_floor_and_the_verdicts_follow_
     entry = summary["standard"]["label-averaged layer"]
     best = [min(entry["candidates"][n]["one_step_ratio"][i] for n in entry["closed_forms"]) for i in range(2)]
     assert [b[1] for b in entry["best"]] == best
-    assert entry["within_floor"] == all(b - f <= interpret.FLOOR_MARGIN for b, f in zip(best, entry["floor"], strict=True))
+    within = all(b - f <= interpret.FLOOR_MARGIN for b, f in zip(best, entry["floor"], strict=True))
+    assert entry["within_floor"] == within
     assert "layer" not in entry["closed_forms"] and "circuit, summarized: values, SAX, CAC" not in entry["closed_forms"]
     lines = reports.symmetric(out)
     assert sum("target:" in line for line in lines) == 3 and any("floor on every seed" in line for line in lines)
