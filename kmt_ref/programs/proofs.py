@@ -53,7 +53,9 @@ def _holds(prove):
 def symbolic_rows(quick=False):
     """Every lemma of Theorems 2.1 and 2.2, each configuration, and the blocks of every registered variant,
     proved for every input by computer algebra on the weights the library builds (:mod:`kmt_ref.symbolic`;
-    d = 2, k = 2, three symbolic points), and the statements about the algorithms' formulas the book's
+    d = 2, k = 2, three symbolic points); each block's mechanism and parameter, and the library's own layer in
+    exact arithmetic for every assignment pattern, checked exactly; the library's normalizers against their
+    definitions (:mod:`kmt_ref.symbolic_library`); and the statements about the algorithms' formulas the book's
     propositions rest on (:mod:`kmt_ref.symbolic_formulas`, at the sizes of their book cells). Needs SymPy (the
     ``test``, ``book`` and ``all`` extras); without it, one row says so."""
     try:
