@@ -355,7 +355,7 @@ def symmetric(result):
                 cells = [f"{label} {_spread(v[key])}" for label, key in (
                     ("F1", "one_step_ratio"), ("final r", "final_correlation"), ("partial r", "partial_correlation"),
                     ("F2", "gain_correlation")) if key in v]
-                lines.append(f"    {name:<30}" + "  ".join(cells))
+                lines.append(f"    {name:<40}" + "  ".join(cells))
             best = ", ".join(f"{n} {f:.2f}" for n, f in entry["best"])
             lines.append(f"    closest closed form per seed: {best}")
             if "floor" in entry:
