@@ -25,7 +25,7 @@ from ..learning.evaluate import evaluation_tasks, log_objective_curve
 from ..learning.model import run_steps
 from ..learning.protocols import SCALES, checkpoint_path, committed_model, run_config
 from . import runs
-from .fidelity import _final_logs
+from .fidelity import RESTARTS, _final_logs, best_of_restarts
 
 __all__ = ["precision", "tied", "relabelled", "relabelled_agreement", "symmetries", "symmetry_of_seed",
            "figure_runs", "figures_whole",
@@ -198,9 +198,8 @@ def relabelled(scale="paper", results_dir=None, train_missing=True, progress=Tru
                 relabelled=_relabelled_seeds(models, s["eval_tasks"], engine))
 
 
-#: Coordinate permutations and reflections in :func:`symmetries`, and Lloyd's restarts in its F2 comparison.
+#: Coordinate permutations and reflections in :func:`symmetries`.
 COORDINATE_TRANSFORMS = 32
-RESTARTS = 10
 
 
 def _correlation(a, b):
@@ -218,8 +217,8 @@ def symmetry_of_seed(run, X, init, n_steps, rng, engine=None):
     reflection of the coordinates (:data:`COORDINATE_TRANSFORMS` each): the one-step ratio. And the gain
     correlation (F2) of two candidates that know nothing of the layer: one whose final log objective is the same
     on every task (its correlation is that of Lloyd's final log objective with the layer's gain), and Lloyd's
-    algorithm at its best of :data:`RESTARTS` restarts from random data points. ``rng`` draws every
-    permutation, sign and restart."""
+    algorithm at its best of :data:`~kmt_ref.programs.fidelity.RESTARTS` restarts from random data points
+    (:func:`~kmt_ref.programs.fidelity.best_of_restarts`). ``rng`` draws every permutation, sign and restart."""
     theta, config = run.theta, run.config.model
     layer = run_steps(theta, X, init, config, n_steps, engine=engine)
     move = np.linalg.norm((layer[1] - init).reshape(len(X), -1), axis=1)
@@ -249,8 +248,7 @@ def symmetry_of_seed(run, X, init, n_steps, rng, engine=None):
         coordinates["permuted"].append(ratio(back))
         coordinates["reflected"].append(ratio(run_steps(theta, X * signs, init * signs, config, 1,
                                                         engine=engine)[1] * signs))
-    starts = np.array([[x[rng.permutation(x.shape[0])[: init.shape[1]]] for x in X] for _ in range(RESTARTS)])
-    best = np.min([_final_logs(X, lloyd(X, c, n_steps).centers[-1]) for c in starts], axis=0)
+    best = best_of_restarts(X, init.shape[1], n_steps, rng, RESTARTS)
     return dict(layer_gain=float(np.mean(gain)), relabelled=relabelled, coordinates=coordinates,
                 constant_final_f2=_correlation(lloyd_final, gain),
                 lloyd_restarts_f2=_correlation(lloyd_final - best, gain),

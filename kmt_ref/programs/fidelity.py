@@ -35,8 +35,8 @@ from ..variants.leaky import leaky_step
 from ..variants.soft import soft_kmeans
 
 __all__ = ["candidate_steps", "circuit_steps", "circuit_name", "CIRCUITS", "CIRCUIT", "fidelity_of_seed", "fidelity_to",
-           "trajectory", "partial_correlation", "soft_step", "averaged_step", "distill", "distill_soft",
-           "distill_circuit", "CIRCUIT_SCALARS", "summarize_fidelity", "QUARTILES"]
+           "trajectory", "best_of_restarts", "RESTARTS", "partial_correlation", "soft_step", "averaged_step",
+           "distill", "distill_soft", "distill_circuit", "CIRCUIT_SCALARS", "summarize_fidelity", "QUARTILES"]
 
 #: The quantiles of the one-step ratio over tasks that the report gives.
 QUARTILES = (0.25, 0.5, 0.75)
@@ -93,6 +93,18 @@ def trajectory(step, X, init, n_steps):
     for _ in range(n_steps):
         centers.append(step(X, centers[-1]))
     return np.array(centers)
+
+
+#: Lloyd's restarts from random data points in the nulls of the fidelity measures (:func:`best_of_restarts`).
+RESTARTS = 10
+
+
+def best_of_restarts(X, k, n_steps, rng, restarts=RESTARTS):
+    """Per task of ``X`` (B, n, d), the lowest final log objective of Lloyd's algorithm run ``n_steps`` from each
+    of ``restarts`` starts of ``k`` distinct data points (drawn from ``rng``, restart by restart, task by task):
+    a candidate that knows nothing of a layer."""
+    starts = np.array([[x[rng.permutation(x.shape[0])[:k]] for x in X] for _ in range(restarts)])
+    return np.min([_final_logs(X, lloyd(X, c, n_steps).centers[-1]) for c in starts], axis=0)
 
 
 def partial_correlation(a, b, given):

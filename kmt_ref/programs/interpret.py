@@ -30,7 +30,9 @@ from .beyond import _learned_on, _scores, real_data_starts
 from .dissection import DISSECTION_TASKS, QUANTITY_TASKS
 from .fidelity import (
     CIRCUIT,
+    RESTARTS,
     averaged_step,
+    best_of_restarts,
     candidate_steps,
     circuit_name,
     circuit_steps,
@@ -308,7 +310,7 @@ def interpret(scale="quick", results_dir=None, train_missing=True, progress=True
 #: set of as many measures the floor that their number leaves.
 AVERAGED_RELABELLINGS = 32
 #: Lloyd's restarts from random data points in :func:`symmetric`'s null of the final-objective correlation.
-BEST_OF = 10
+BEST_OF = RESTARTS
 
 
 def _distilled(theta, config, target, engine):
@@ -395,8 +397,7 @@ def symmetric(scale="paper", results_dir=None, train_missing=True, progress=True
         X, init = evaluation_tasks(r.config, n_tasks)
         layer = run_steps(r.theta, X, init, model, n_steps, engine=engine)
         lloyd_final = np.log(kmeans_objective(X, lloyd(X, init, n_steps).centers[-1]))
-        starts = [np.array([x[rng.permutation(x.shape[0])[: init.shape[1]]] for x in X]) for _ in range(BEST_OF)]
-        best_final = np.min([np.log(kmeans_objective(X, lloyd(X, c, n_steps).centers[-1])) for c in starts], axis=0)
+        best_final = best_of_restarts(X, init.shape[1], n_steps, rng, BEST_OF)
         row = dict(seed=r.config.seed, fits={}, fidelity={},
                    final=_held_out_finals(r, s["eval_tasks"], soft_beta, fit, n_steps, engine))
         if kind == "standard":
