@@ -7,10 +7,9 @@ and its labels are exact arithmetic's even where two centers are nearly tied
 """
 
 import numpy as np
-import scipy.sparse
 
 from ._validation import check_choice, check_data, check_k, check_problem, check_rng
-from .geometry import _nearest_center, kmeans_objective, point_frame
+from .geometry import _nearest_center, cluster_sums, kmeans_objective, point_frame
 from .trajectory import Trajectory, iterate
 
 __all__ = ["kmeans_objective", "kmeans_plusplus", "lloyd", "EMPTY_CLUSTER_POLICIES"]
@@ -120,16 +119,12 @@ def _lloyd(X, C, n_iter, empty_cluster, rng=None):
     points = X.reshape(B * n, d)
     offsets = (np.arange(B) * k)[:, None]  # cluster j of task b is cluster b * k + j of the batch
     frame = point_frame(X, C[:, :1])  # the points shifted once, not at every iteration
-    ones, columns = np.ones(B * n), np.arange(B * n + 1)
 
     def step(C, t):
         lab = _nearest_center(X, C, frame)
-        cluster = (lab + offsets).ravel()
-        counts = np.bincount(cluster, minlength=B * k).reshape(B, k)
-        # (B k, B n) sparse membership matrix times the points: each cluster's sum, its
-        # members added in their order (so a task's sums do not depend on the batch).
-        members = scipy.sparse.csc_matrix((ones, cluster, columns), shape=(B * k, B * n))  # point i: column i
-        new = (members @ points).reshape(B, k, d) / np.maximum(counts, 1)[..., None]
+        sums, counts = cluster_sums(points, (lab + offsets).ravel(), B * k)
+        counts = counts.reshape(B, k)
+        new = sums.reshape(B, k, d) / np.maximum(counts, 1)[..., None]
         empty = counts == 0
         if empty_cluster == "random_point":
             drawn = X[np.arange(B)[:, None], rng.integers(n, size=(B, k))]  # (B, k, d)

@@ -10,12 +10,13 @@ from typing import NamedTuple
 
 import autograd.numpy as anp
 import numpy as np
+import scipy.sparse
 from scipy.spatial import cKDTree
 
 from ._validation import _as_float_array, check_batch, check_bool, check_centers, check_data, is_batch
 
 __all__ = ["squared_distances", "center_distances", "nearest_center", "point_frame", "PointFrame", "exact_nearest",
-           "closest_distinct_pair",
+           "closest_distinct_pair", "cluster_sums",
            "assigned_squared_distances",
            "kmeans_objective", "iterate_objectives", "CHUNK_ELEMENTS", "ASSIGN_ELEMENTS", "FEW_CENTERS"]
 
@@ -315,6 +316,23 @@ def _nearest_center(X, C, frame=None, *, ties=False):
             if ties and np.count_nonzero(nearest) > 1:
                 tied[point] = nearest
     return (labels, tied) if ties else labels
+
+
+def cluster_sums(points, cluster, n_clusters, columns=None, weights=None):
+    """Each cluster's sum of its members' rows and their total weight: ``(sums (n_clusters, d), weights
+    (n_clusters,))``.
+
+    Point ``i`` (row ``i`` of ``points`` (n, d)) is a member of the clusters ``cluster[columns[i]:columns[i +
+    1]]`` with ``weights`` there (default: of ``cluster[i]`` alone, weight 1, and integer counts). One
+    sparse (n_clusters, n) membership matrix times the points: each sum adds its members in their order,
+    so a cluster's sum does not depend on the other points (a task's sums are the same in a batch).
+    """
+    n = points.shape[0]
+    if columns is None:
+        columns = np.arange(n + 1)
+    members = scipy.sparse.csc_matrix((np.ones(len(cluster)) if weights is None else weights, cluster, columns),
+                                      shape=(n_clusters, n))
+    return members @ points, np.bincount(cluster, weights, minlength=n_clusters)
 
 
 def closest_distinct_pair(X):

@@ -49,6 +49,7 @@ from ._validation import (
 )
 from .attention import NORMALIZERS, check_tokens
 from .engine import Engine
+from .kernels.labels import dense_assignments, label_layer
 from .readout import _check_resolution, _column_stats, _labels, _nearest_of_finite
 from .tokens import TokenLayout
 from .trajectory import Trajectory, iterate
@@ -356,7 +357,7 @@ class KMeansTransformer:
         _check_resolution(self, X, origin)
         # What the first layer assumes is said before any work (a run that fails on its way gets it too).
         told = warn and n_layers > 0 and self.assumption is not None and self._check_assumption(X, (C - origin)[None])
-        moved, last, tie = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged, engine, ties)
+        moved, last, tie = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged, engine, ties, warn)
         traj = moved
         if self.translation_invariant:
             centers = moved.centers + origin
@@ -403,7 +404,7 @@ class KMeansTransformer:
             P, Q = self.norm(P), self.norm(Q)
         return P, Q
 
-    def _run_tasks(self, X, C, n_layers, rng, reembed, keep, diverged, engine, ties):
+    def _run_tasks(self, X, C, n_layers, rng, reembed, keep, diverged, engine, ties, need_last):
         """:meth:`_run`, a batch's tasks split over the engine's threads.
 
         Every task's numbers are those of running it alone, so the split
@@ -411,10 +412,11 @@ class KMeansTransformer:
         the batch order).
         """
         if X.ndim == 2 or self.needs_rng:
-            return self._run(X, C, n_layers, rng, reembed, keep, diverged, engine, ties)
+            return self._run(X, C, n_layers, rng, reembed, keep, diverged, engine, ties, need_last)
 
         def part(s):
-            traj, last, tie = self._run(X[s], C[s], n_layers, rng, reembed, keep, diverged, engine, ties)
+            traj, last, tie = self._run(X[s], C[s], n_layers, rng, reembed, keep, diverged, engine, ties,
+                                        need_last)
             return traj, last, None if tie is None else (tie[0], tie[1] + s.start, *tie[2:])
 
         parts = engine.map_tasks(part, X.shape[0])
@@ -428,16 +430,43 @@ class KMeansTransformer:
         ties = [tie for _, _, tie in parts if tie is not None]
         return Trajectory(**joined), last, min(ties, key=lambda tie: tie[:2]) if ties else None
 
-    def _run(self, X, C, n_layers, rng, reembed, keep, diverged, engine, ties=False):
-        """Trusted kernel of :meth:`run`: the trajectory, the last layer's assignment block, and with ``ties``
-        the first layer's first shared point, ``(layer, task, point, points shared, centers)`` or None."""
+    def _run(self, X, C, n_layers, rng, reembed, keep, diverged, engine, ties=False, need_last=True):
+        """Trusted kernel of :meth:`run`: the trajectory, the last layer's assignment block (with
+        ``need_last``), and with ``ties`` the first layer's first shared point, ``(layer, task, point, points
+        shared, centers)`` or None.
+
+        The fast engine runs a model of the labels pattern on labels (:func:`kmt_ref.kernels.labels.label_layer`),
+        the reference engine always on the layer's residual sums."""
         layout = self.layout
         has_y = "y" in layout.slices
         P, Q = self._embed(X, C)
+        lean = None if engine.reference or reembed else label_layer(self)
+        fixed = lean.fixed(P) if lean is not None else None
         first_bad = first_tie = None
+        assigned = None  # the labels layer's last (labels, shared rows)
+
+        def labels_layer(t):
+            nonlocal Q, first_bad, first_tie, assigned
+            Q, labels, shared = lean.step(*fixed, Q)
+            assigned = labels, shared
+            tasks = [shared] if X.ndim == 2 else shared
+            if first_bad is None and not all(np.isfinite(w).all() for rows in tasks for w in rows.values()):
+                first_bad = t
+            if ties and first_tie is None:
+                for b, rows in enumerate(tasks):
+                    lab = labels if X.ndim == 2 else labels[b]
+                    below = sorted(i for i, w in rows.items() if w[lab[i]] < 1.0)  # a shared arg-max
+                    if below:
+                        row = rows[below[0]]
+                        first_tie = (t, b, below[0], len(below), np.flatnonzero(row == row.max()).tolist())
+                        break
+            Y = dense_assignments(labels, shared, self.k) if keep else None
+            return layout.read(Q, "x"), labels, Y
 
         def layer(C, t):
             nonlocal P, Q, first_bad, first_tie
+            if lean is not None:
+                return labels_layer(t)
             if reembed and t > 0:
                 P, Q = self._embed(X, C)
             P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng, engine=engine, overwrite=True)
@@ -460,7 +489,10 @@ class KMeansTransformer:
         with np.errstate(**({"over": "ignore", "invalid": "ignore"} if diverged == "return" else {})):
             # centers[0] is the embedded init read back: C unless a norm rescaled it
             traj = iterate(layer, X, layout.read(Q, "x"), n_layers, keep_assignments=has_y and keep)
-        last = layout.read(P, "y") if has_y and n_layers else None
+        if lean is not None:
+            last = dense_assignments(*assigned, self.k) if need_last and n_layers else None
+        else:
+            last = layout.read(P, "y") if has_y and n_layers else None
         if diverged == "raise":
             bad_centers = ~np.isfinite(traj.centers).reshape(n_layers + 1, -1).all(axis=1)
             if bad_centers.any():

@@ -262,10 +262,68 @@ def test_the_hardmax_added_where_it_is_not_zero_equals_the_dense_add(k):
     before = scores.copy()
     with np.errstate(invalid="ignore"):
         dense = tokens[:, 1 : k + 1] + attention.hardmax_average(scores)
-        added = kernels.plain.add_hardmax(tokens.copy()[:, 1 : k + 1], scores)
+        added = kernels.plain.add_members(tokens.copy()[:, 1 : k + 1], *kernels.plain.hardmax_members(scores))
     np.testing.assert_array_equal(added, dense)
     np.testing.assert_array_equal(scores, before)
     assert np.isnan(added[7]).all() and not np.isnan(np.delete(added, 7, axis=0)).any()
+
+
+@pytest.mark.parametrize("r", [1, 5, kernels.plain.FEW_KEYS, 40])  # one key per row (up to FEW_KEYS), and by rows
+def test_the_dot_hardmax_from_blas_has_the_members_of_the_fixed_order_scores(r):
+    # Rows that BLAS's rounding could decide otherwise: integer scores that tie, keys an ulp apart, scores of
+    # a thousand equal terms, a nan and an overflow. Every row's members are the fixed-order scores' own.
+    rng = np.random.default_rng(9)
+    D = 12
+    queries = rng.normal(size=(3000, D))
+    keys = rng.normal(size=(r, D))
+    queries[:1000] = np.round(queries[:1000] * 2)
+    keys[: r // 2] = np.round(keys[: r // 2] * 2)
+    if r > 1:
+        keys[1] = np.nextafter(keys[0], np.inf)
+    queries[5, 0], queries[6] = np.nan, 1e308
+    with np.errstate(invalid="ignore", over="ignore"):
+        got = kernels.plain.dot_hardmax_members(queries, keys)
+        want = kernels.plain.hardmax_members(attention.fixed_order_scores("dot", queries, keys))
+    assert got[1].keys() == want[1].keys() and 5 in want[1]
+    for i, w in want[1].items():
+        np.testing.assert_array_equal(got[1][i], w)
+    alone = np.setdiff1d(np.arange(3000), list(want[1]))
+    np.testing.assert_array_equal(got[0][alone], want[0][alone])
+    wide = np.ones((4, 1000)) / 3  # sums of many equal terms: a BLAS order may round them apart
+    members = kernels.plain.dot_hardmax_members(wide[:2], wide)
+    assert members[1].keys() == {0, 1}
+
+
+LABEL_MODELS = {"Theorem 2.1": kmt_ref.lloyd_transformer, "Theorem 2.2": kmt_ref.dot_product_lloyd_transformer,
+                "Theorem 2.1, paper": lambda d, k: kmt_ref.lloyd_transformer(d, k, config="paper")}
+
+
+@pytest.mark.parametrize("name", sorted(LABEL_MODELS))
+def test_a_run_on_labels_computes_the_layers_assignments_and_its_centers_to_rounding(name):
+    # The fast engine runs the validated constructions at gamma = inf on labels; the reference engine on the
+    # residual sums. Ties (integer data), an empty cluster, a batch, and both settings of keep_assignments.
+    model = LABEL_MODELS[name](2, 4)
+    assert (kernels.labels.label_layer(model) is not None) == ("paper" not in name)
+    rng = np.random.default_rng(11)
+    X = rng.integers(0, 5, size=(3, 60, 2)).astype(float)
+    init = X[:, :4].copy()
+    init[0, 3] = [50.0, 50.0]  # far from every point: empty
+    with pytest.warns(UserWarning, match="shares point"):
+        fast = model.run(X, init, 4)
+    with pytest.warns(UserWarning, match="shares point") as told:
+        ref = model.run(X, init, 4, engine=REFERENCE)
+    lean = model.run(X, init, 4, keep_assignments=False, warn=False)
+    np.testing.assert_allclose(fast.centers, ref.centers, rtol=0, atol=1e-13)
+    np.testing.assert_array_equal(fast.labels, ref.labels)
+    np.testing.assert_array_equal(fast.assignments, ref.assignments)
+    np.testing.assert_array_equal(lean.centers, fast.centers)
+    np.testing.assert_array_equal(lean.labels, fast.labels)
+    with pytest.warns(UserWarning) as again:
+        model.run(X, init, 4)
+    assert str(again[0].message) == str(told[0].message)  # the same first shared point
+    for b in range(3):
+        alone = model.run(X[b], init[b], 4, warn=False)
+        np.testing.assert_array_equal(fast.centers[:, b], alone.centers)
 
 
 @pytest.mark.parametrize("spread", [400.0, 20_000.0])  # some dead scores (masked), most (exp of the live only)
@@ -332,10 +390,12 @@ def test_linear_attention_over_chunks_of_keys_equals_lloyd_with_an_empty_cluster
     init = np.vstack([X[:3], [[50.0, 50.0, 50.0]]])  # the last center gets no point: uniform attention
     model = kmt_ref.lloyd_transformer(3, 4)
     ref = kmt_ref.lloyd(X, init, 5)
-    traj = model.run(X, init, 5)
-    np.testing.assert_array_equal(traj.labels, ref.labels)
-    np.testing.assert_allclose(traj.centers, ref.centers, rtol=0, atol=1e-13)
-    np.testing.assert_allclose(traj.centers[1, 3], X.mean(axis=0), atol=1e-13)
+    P, Q = model._embed(X, init)
+    for t in range(5):  # the layer's residual sums (a run carries labels instead)
+        P, Q = transformer_layer(P, Q, model.blocks)
+        np.testing.assert_array_equal(np.argmax(model.layout.read(P, "y"), axis=-1), ref.labels[t])
+        np.testing.assert_allclose(model.layout.read(Q, "x"), ref.centers[t + 1], rtol=0, atol=1e-13)
+    np.testing.assert_allclose(ref.centers[1, 3], X.mean(axis=0), atol=1e-13)
     assert len(calls) == 5  # one CAC block per layer took the streamed path
     block = model.blocks["CAC"]
     with pytest.raises(ValueError, match="non-negative scores"):

@@ -23,14 +23,15 @@ from ..geometry import ASSIGN_ELEMENTS, _nearest_center
 from .softmax import add_at, euclidean_scores, softmax_columns, softmax_inplace
 
 __all__ = ["plain_chunk", "linear_over_keys", "is_identity", "euclidean_hardmax", "add_euclidean_hardmax",
-           "add_hardmax", "max_members", "STREAM_ELEMENTS", "FEW_KEYS", "FEW_SOFTMAX_KEYS"]
+           "add_members", "hardmax_members", "dot_hardmax_members", "max_members", "STREAM_ELEMENTS", "FEW_KEYS",
+           "FEW_SOFTMAX_KEYS"]
 
 #: Scores held at once by the plain-array paths when a query has many keys: a chunk of
 #: 8 MB stays in the outer cache (measured 1.5-2x faster than ``CHUNK_ELEMENTS`` for the
 #: all-attention layer's point-to-point blocks, with the same numbers).
 STREAM_ELEMENTS = 2**20
 
-#: Up to this many keys, :func:`add_hardmax` finds the arg-max sets with one key per row (measured 1.3-2.5x
+#: Up to this many keys, :func:`hardmax_members` finds the arg-max sets with one key per row (measured 1.3-2.5x
 #: faster at 4-16 keys, 1.2x at 32, slower at 64).
 FEW_KEYS = 32
 
@@ -73,13 +74,19 @@ def euclidean_hardmax(queries, keys, values):
 
 def add_euclidean_hardmax(out, queries, keys):
     """``out += euclidean_hardmax(queries, keys, None)`` for one task (2-D arrays), adding at each query's
-    nearest keys only: the other weights are zeros, and adding a zero changes no number (only a ``-0``
-    would become ``+0``). No (m, r) weights are made."""
+    nearest keys only (:func:`add_members`). No (m, r) weights are made."""
     labels, tied = _nearest_keys(queries, keys)
+    return add_members(out, labels, {i: nearest / np.count_nonzero(nearest) for (i,), nearest in tied.items()})
+
+
+def add_members(out, labels, shared):
+    """``out += W`` for one task's hardmax weights ``W`` (m, r) given as :func:`hardmax_members` gives them:
+    1 at ``labels[i]`` in every row but the ``shared`` ones, whose rows are added whole. The other weights
+    are zeros, and adding a zero changes no number (only a ``-0`` would become ``+0``)."""
     alone = np.ones(len(labels), dtype=bool)
-    for (i,), nearest in tied.items():
+    for i, weights in shared.items():
         alone[i] = False
-        out[i] += nearest / np.count_nonzero(nearest)
+        out[i] += weights
     rows = np.flatnonzero(alone)
     add_at(out, rows, labels[rows], 1.0)
     return out
@@ -100,10 +107,10 @@ def max_members(t):
     return k - np.frexp(found[..., 0, :])[1], found[..., 1, :]
 
 
-def add_hardmax(out, scores):
-    """``out += hardmax_average(scores, None)`` for one task (2-D arrays), adding 1 at the arg-max of each row
-    with one maximum and the mean of the tied ones elsewhere (a row of nan scores: nan, as ``0 / 0``); the
-    other weights are zeros, and adding a zero changes no number (only a ``-0`` would become ``+0``).
+def hardmax_members(scores):
+    """The hardmax of one task's scores (m, r) as its members: each row's first arg-max ``labels`` (m,) and
+    ``{row: its weights (r,)}`` for every row with more than one maximum (the mean over them) or a nan
+    (nan weights, as ``0 / 0``): :func:`~kmt_ref.attention.hardmax_average`'s weights, without the zeros.
 
     Up to ``FEW_KEYS`` keys the scores are transposed, one key per row, for :func:`max_members`.
     """
@@ -115,13 +122,57 @@ def add_hardmax(out, scores):
         labels = np.argmax(scores, axis=-1)
         mask = scores == np.take_along_axis(scores, labels[:, None], axis=-1)
         count = np.count_nonzero(mask, axis=-1)
-    single = count == 1
-    rows = np.flatnonzero(single)
-    add_at(out, rows, labels[rows], 1.0)
-    odd = np.flatnonzero(~single)
-    if odd.size:
-        out[odd] += mask[odd] / count[odd, None]
-    return out
+    odd = np.flatnonzero(count != 1)
+    with np.errstate(invalid="ignore"):
+        return labels, {int(i): mask[i] / count[i] for i in odd}
+
+
+def dot_hardmax_members(queries, keys):
+    """:func:`hardmax_members` of the dot scores :func:`~kmt_ref.attention.fixed_order_scores` gives, the
+    same members, from BLAS's faster product where rounding cannot decide.
+
+    A dot score of ``D`` terms summed in any order (BLAS's, with or without fused multiply-adds, or
+    the fixed one) is within ``gamma_D sum_i |q_i k_i|`` of the exact one, ``gamma_D = D u / (1 - D u)``,
+    and ``sum_i |q_i k_i| <= |q|_1 max |k|``. So where a query's best product score leads its runner-up
+    by more than four such bounds, the fixed-order scores have the same unique arg-max; the other
+    queries (and any with a non-finite score) are scored in the fixed order and decided by it. The
+    bound used is ``4 (D + 2) eps |q|_1 max |k|``, twice what is needed, plus ``4 D`` of the smallest
+    subnormal (a product that underflows errs by up to half of it). Chunks of queries stay in
+    a core's cache. One task: ``queries`` (m, D), ``keys`` (r, D).
+    """
+    m, r = queries.shape[0], keys.shape[0]
+    D = queries.shape[-1]
+    labels = np.empty(m, dtype=np.intp)
+    shared = {}
+    scale = 4.0 * (D + 2) * np.finfo(float).eps * (np.max(np.abs(keys)) if keys.size else 0.0)
+    tiny = 4.0 * D * np.finfo(float).smallest_subnormal
+    few = r <= FEW_KEYS
+    index_count = np.stack([np.arange(r), np.ones(r)]).astype(float) if few else None
+    rows = max(1, ASSIGN_ELEMENTS // max(1, r))
+    for a in range(0, m, rows):
+        q = queries[a : a + rows]
+        with np.errstate(invalid="ignore", over="ignore"):
+            bound = np.matmul(np.abs(q), np.ones(D)) * scale + tiny  # |q|_1, rounded within the bound's slack
+            if few:  # one key per row: the keys within the bound of the best, counted by one product
+                s = np.matmul(keys, q.T)
+                top = np.max(s, axis=0)
+                np.greater_equal(s, top - bound, out=s, casting="unsafe")
+                found = np.matmul(index_count, s)
+                best = found[0].astype(np.intp)
+                decided = (found[1] == 1) & np.isfinite(top)
+            else:
+                s = np.matmul(q, keys.T)
+                best = np.argmax(s, axis=-1)
+                top = np.take_along_axis(s, best[:, None], axis=-1)[:, 0]
+                np.put_along_axis(s, best[:, None], -np.inf, axis=-1)
+                decided = top - np.max(s, axis=-1) > bound
+        undecided = np.flatnonzero(~decided)
+        labels[a : a + rows] = best
+        if undecided.size:
+            exact, odd = hardmax_members(fixed_order_scores("dot", q[undecided], keys))
+            labels[a + undecided] = exact
+            shared.update({int(a + undecided[i]): w for i, w in odd.items()})
+    return labels, shared
 
 
 def _linear(scores, values):
@@ -191,7 +242,8 @@ def plain_chunk(q, keys, values, block, norm, extra, identity, add_to=None):
             return softmax_inplace(S, add_to)
         out = np.matmul(softmax_inplace(S), values)
     elif identity and add_to is not None and add_to.ndim == 2 and block.normalizer == "hardmax":
-        return add_hardmax(add_to, block_scores(block, q, keys))
+        return add_members(add_to, *(dot_hardmax_members(q, keys) if block.score == "dot"
+                                     else hardmax_members(block_scores(block, q, keys))))
     else:
         out = _other_chunk(q, keys, values, block, norm, extra, identity)
     if add_to is None:
