@@ -1,6 +1,7 @@
 """Command line: ``python -m kmt_ref {verify,bench,reproduce,train}``."""
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -58,8 +59,11 @@ def _main(argv=None):
     p.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
     p.add_argument("--grid", action="store_true",
                    help="instead: the Theorem 2.1 and 2.2 transformers over lloyd at every n in 1e4, 1e5, 1e6, "
-                   "k in 4, 16, 64, 256, d in 2, 16, 128 (3 iterations; at n = 1e6, d = 128, k = 256 one token "
-                   "matrix alone is 3 GB; with --quick a small grid)")
+                   "k in 4, 16, 64, 256, d in 2, 16, 64, and lloyd over scikit-learn's Lloyd when it is installed "
+                   "(3 iterations; at n = 1e6, d = 64, k = 256 one token matrix alone is 2.4 GB; with --quick a "
+                   "small grid)")
+    p.add_argument("--out", metavar="FILE", help="with --grid: also write its rows and verdicts as JSON to FILE, "
+                   "a new file (an existing one is refused, before any measurement)")
     p.add_argument(
         "--threads", type=integer_at_least(1), default=1,
         help="BLAS threads (default 1: kmeans2 is single-threaded, and an oversubscribed BLAS "
@@ -110,11 +114,25 @@ def _main(argv=None):
         code = _rerun_with_blas_threads(argv, args.threads)
         if code is not None:
             return code
-        from .programs.bench import GRID, QUICK_GRID, format_bench, format_grid, run_bench, run_grid
+        from .programs.bench import GRID, QUICK_GRID, format_bench, format_grid, grid_record, run_bench, run_grid
 
+        if args.out is not None:
+            from ._validation import check_writable
+
+            if not args.grid or os.path.exists(args.out):
+                parser.error(f"--out writes the grid (with --grid) to a new file; got --out={args.out!r}"
+                             + (" (it exists)" if args.grid else " without --grid"))
+            try:
+                check_writable(args.out, "--out", folder=False)
+            except ValueError as err:
+                parser.error(str(err))
         print(f"BLAS threads: {args.threads}")
         if args.grid:
-            print(format_grid(run_grid(QUICK_GRID if args.quick else GRID, repeats=args.repeats)))
+            rows = run_grid(QUICK_GRID if args.quick else GRID, repeats=args.repeats)
+            print(format_grid(rows))
+            if args.out is not None:
+                with open(args.out, "x") as f:
+                    json.dump(grid_record(rows, args.threads, args.repeats), f, indent=1)
         else:
             print(format_bench(run_bench(repeats=args.repeats, quick=args.quick)))
         return 0

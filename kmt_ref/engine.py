@@ -4,8 +4,10 @@ The layer (:func:`kmt_ref.layer.transformer_layer`) says *what* is computed:
 the paper's residual sums. An :class:`Engine` says *how*: which attention
 implementation computes a block (the fast ``kmt_ref.kernels.attend``, or
 the reference :func:`kmt_ref.attention.attend` that a reader checks against),
-whether a block's output is added into the residual stream in place, and
-how many threads share a batch's tasks. Results do not depend on the engine:
+whether a block's output is added into the residual stream in place,
+whether a hardmax construction's run carries labels instead of its
+assignment block (``kmt_ref.kernels.labels``), and how many threads share
+a batch's tasks. Results do not depend on the engine:
 the two attentions compute the same numbers (tested for every construction,
 variant and the learned model), and every task's numbers are those of
 running it alone, whatever the thread count (one test, ``tests/test_engine.py``).

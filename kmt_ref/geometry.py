@@ -166,10 +166,13 @@ def point_frame(X, origin):
     Returns
     -------
     PointFrame
-        ``origin``; ``points`` ``X - origin`` (..., n, d); ``norms`` their row norms (..., n).
+        ``origin``; ``points`` ``X - origin`` (..., n, d); ``norms`` their row norms (..., n); ``scored``
+        the points with a coordinate 1 appended (..., n, d + 1), of which ``points`` is a view.
     """
-    points = X - origin
-    return PointFrame(origin, points, np.sqrt(np.einsum("...ij,...ij->...i", points, points)))
+    scored = np.empty(X.shape[:-1] + (X.shape[-1] + 1,), dtype=np.result_type(X, origin))
+    points = np.subtract(X, origin, out=scored[..., :-1])
+    scored[..., -1] = 1.0
+    return PointFrame(origin, points, np.sqrt(np.einsum("...ij,...ij->...i", points, points)), scored)
 
 
 class PointFrame(NamedTuple):
@@ -181,6 +184,8 @@ class PointFrame(NamedTuple):
     points: np.ndarray
     #: The row norms of ``points``, shape (..., n).
     norms: np.ndarray
+    #: ``[points | 1]``, shape (..., n, d + 1): one product with ``[-2 c | |c|^2]`` scores every center.
+    scored: np.ndarray
 
 
 def _best_two(s):
@@ -195,27 +200,32 @@ def _best_two(s):
 def _best_few(s, bound, index_count):
     """Per column of ``s`` (..., k, m), given transposed, one center per row: the index of the least entry,
     whether another entry is within ``bound`` (..., m) of it (the index is then left to exact arithmetic), and
-    the least entry. Overwrites ``s``.
+    the least entry.
 
     Three passes over contiguous rows (NumPy's reductions along a short last axis are slow): the least
     entry of each column, the entries at most ``1.25 bound`` above it (the margin covers the rounding of
     that sum: ``bound`` is at least 12 eps of the scores, so some points more are sent to exact arithmetic,
-    none fewer), written over ``s`` as 1.0 and 0.0, and one product with ``index_count``, the rows
-    ``0, 1, ..., k - 1`` and ``1, ..., 1``: the index of the only one where there is one, and the count.
+    none fewer), marked 1.0 and 0.0 in float32 (half the bytes of the scores, and exact), and one product
+    with ``index_count`` (float32), the rows ``0, 1, ..., k - 1`` and ``1, ..., 1``: the index of the only
+    one where there is one, and the count.
     """
     least = np.min(s, axis=-2)
     threshold = least + 1.25 * bound
-    np.less_equal(s, threshold[..., None, :], out=s, casting="unsafe")
-    found = np.matmul(index_count, s)
+    marks = np.empty(s.shape, dtype=np.float32)
+    np.less_equal(s, threshold[..., None, :], out=marks, casting="unsafe")
+    found = np.matmul(index_count, marks)
     return found[..., 0, :].astype(np.intp), found[..., 1, :] > 1, least
 
 
 def _scored_centers(C, origin):
     """What :func:`nearest_center` scores the centers by, measured from ``origin`` (None: from 0): their
-    squared norms, the centers times -2 (exact: a power of two), and the largest norm (the rounding bound's)."""
+    squared norms, the centers times -2 (exact: a power of two), the largest norm (the rounding bound's), and
+    ``[-2 c | |c|^2]`` (a frame's points ``[x | 1]`` are scored by one product with it: the same ``d + 1``
+    terms, summed in one place)."""
     Cs = C if origin is None else C - origin
     c2 = np.einsum("...ij,...ij->...i", Cs, Cs)
-    return c2, -2.0 * Cs, np.sqrt(np.max(c2, axis=-1))[..., None]
+    Cm2 = -2.0 * Cs
+    return c2, Cm2, np.sqrt(np.max(c2, axis=-1))[..., None], np.concatenate([Cm2, c2[..., None]], axis=-1)
 
 
 def nearest_center(X, C, frame=None, *, ties=False):
@@ -281,26 +291,29 @@ def _nearest_center(X, C, frame=None, *, ties=False):
     origins = (frame.origin,) if frame is not None else (None, C[..., :1, :])
     centers = [_scored_centers(C, o) for o in origins]
     few = k <= FEW_CENTERS
-    index_count = np.stack([np.arange(k), np.ones(k)]).astype(np.result_type(X, C)) if few else None
+    index_count = np.stack([np.arange(k), np.ones(k)]).astype(np.float32) if few else None  # exact to k = 2^24
     rows = max(1, ASSIGN_ELEMENTS // (k * max(1, int(np.prod(batch, dtype=int)))))
     labels = np.empty(batch + (n,), dtype=np.intp)
     tied = {}
     for start in range(0, n, rows):
         part = slice(start, start + rows)
-        for attempt, (origin, (c2, Cm2, cmax)) in enumerate(zip(origins, centers, strict=True)):
-            if frame is not None:
-                points, norms = frame.points[..., part, :], frame.norms[..., part]
+        for attempt, (origin, (c2, Cm2, cmax, scoring)) in enumerate(zip(origins, centers, strict=True)):
+            if frame is not None:  # [x | 1] against [-2 c | |c|^2]: one product, no pass to add |c|^2
+                points, norms = frame.scored[..., part, :], frame.norms[..., part]
+                Cm2 = scoring
             else:  # a chunk's points measured while in cache: the same numbers as a whole frame's
                 points = X[..., part, :] if origin is None else X[..., part, :] - origin
                 norms = np.sqrt(np.einsum("...ij,...ij->...i", points, points))
             bound = _score_bound(d, cmax, norms)
             if few:  # scores (..., k, rows)
                 s = np.matmul(Cm2, np.swapaxes(points, -1, -2))
-                s += c2[..., :, None]
+                if frame is None:
+                    s += c2[..., :, None]
                 best, close, best_scores = _best_few(s, bound, index_count)
             else:  # scores (..., rows, k)
                 s = np.matmul(points, np.swapaxes(Cm2, -1, -2))
-                s += c2[..., None, :]
+                if frame is None:
+                    s += c2[..., None, :]
                 best, lowest, second = _best_two(s)
                 close = second - lowest <= bound
                 best_scores = lowest

@@ -292,8 +292,10 @@ class KMeansTransformer:
             trajectory as it is (an evaluation that reports divergence).
         engine : Engine, optional
             How the layers are computed (:class:`kmt_ref.engine.Engine`,
-            default ``Engine()``); its threads share a batch's tasks. Results
-            do not depend on it.
+            default ``Engine()``); its threads share a batch's tasks. The fast
+            engine runs a construction at ``gamma = inf`` on labels (the same
+            assignments, centers equal to rounding), the reference engine on the
+            layer's residual sums. Results do not depend on the thread count.
 
         Returns
         -------
@@ -441,7 +443,7 @@ class KMeansTransformer:
         has_y = "y" in layout.slices
         P, Q = self._embed(X, C)
         lean = None if engine.reference or reembed else label_layer(self)
-        fixed = lean.fixed(P) if lean is not None else None
+        fixed = lean.fixed(P, Q) if lean is not None else None
         first_bad = first_tie = None
         assigned = None  # the labels layer's last (labels, shared rows)
 

@@ -78,7 +78,7 @@ def test_the_library_never_imports_the_programs_above_it():
 #: The speed wing's tiers, lowest first: a tier imports only tiers below it, and the wing never imports
 #: the engine or the layer that use it.
 KERNEL_TIERS = (("kmt_ref.kernels.pool", "kmt_ref.kernels.structure"), ("kmt_ref.kernels.softmax",),
-                ("kmt_ref.kernels.plain",), ("kmt_ref.kernels.fast",))
+                ("kmt_ref.kernels.plain",), ("kmt_ref.kernels.fast",), ("kmt_ref.kernels.labels",))
 
 
 def test_the_kernels_are_tiers_that_only_import_downward():

@@ -35,6 +35,16 @@ every construction, variant and the learned model, is a test
   primitive too (:func:`project`), so that a training step runs almost all
   of its work per task, on the threads; both give the gradient autograd
   gives for the operations written out, bit for bit.
+* **Labels, not an assignment block.** A run of a construction at
+  ``gamma = inf`` whose layer is the pattern of Theorems 2.1 and 2.2
+  (:func:`~kmt_ref.kernels.labels.label_layer`) carries each point's label
+  and the few rows a tie shares instead of the n x k block: CAX is the
+  nearest-key search, CAC each cluster's member sums
+  (:func:`~kmt_ref.geometry.cluster_sums`, as ``lloyd``'s), the block is
+  built only for a caller that keeps it. Theorem 2.2's dot-product hardmax
+  takes BLAS's product and leaves to the fixed-order scores only the
+  queries whose best two are closer than both products' rounding
+  (:func:`~kmt_ref.kernels.plain.dot_hardmax_members`): the same members.
 * **Linear** normalization divides by the row sums in one pass; with the
   ids as queries (CAC) its scores are the keys themselves, read transposed
   where they lie.

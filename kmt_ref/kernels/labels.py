@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..geometry import cluster_sums
+from ..geometry import PointFrame, _nearest_center, cluster_sums, point_frame
 from .fast import add_attention, is_plain
-from .plain import _nearest_keys, dot_hardmax_members
+from .plain import dot_hardmax_members
 from .structure import structure
 
 __all__ = ["LabelLayer", "label_layer", "dense_assignments"]
@@ -85,7 +85,8 @@ class LabelLayer:
     """One layer of a labels-pattern model (:func:`label_layer`) on labels.
 
     :meth:`fixed` reads, once per run, what the layer's point side never changes (CAX's queries, CAC's
-    values); :meth:`step` is one layer on the center tokens, which it updates in place.
+    values, and for a Euclidean CAX the queries' frame, as ``lloyd`` makes it); :meth:`step` is one layer
+    on the center tokens, which it updates in place.
     """
 
     cax: object
@@ -95,11 +96,20 @@ class LabelLayer:
     ffn: object
     y: slice
 
-    def fixed(self, P):
-        """CAX's queries and CAC's values of the point tokens ``P`` (..., n, D): no layer writes what they read."""
-        return self.cax_structure.queries(P), self.cac_structure.values(P)
+    def fixed(self, P, Q):
+        """CAX's queries and CAC's values of the point tokens ``P`` (..., n, D), which no layer writes, and
+        for a Euclidean CAX one :class:`~kmt_ref.geometry.PointFrame` of the queries per task, measured from
+        the first key of the initial center tokens ``Q`` (None for a dot-product CAX)."""
+        queries = self.cax_structure.queries(P)
+        frames = None
+        if self.cax.score == "euclidean":
+            # a copy: the keys may be a view of Q, which every layer updates in place
+            whole = point_frame(queries, self.cax_structure.keys(Q)[..., :1, :].copy())
+            frames = [whole] if queries.ndim == 2 else [PointFrame(*(a[b] for a in whole))
+                                                          for b in range(queries.shape[0])]
+        return queries, self.cac_structure.values(P), frames
 
-    def step(self, queries, values, Q):
+    def step(self, queries, values, frames, Q):
         """One layer: ``(Q, labels, shared)``, the new center tokens (``Q`` updated in place, or the FFN's
         new array), each point's label (..., n) and, per task, ``{point: its assignment row}`` for the rows
         the hardmax shares (ties, and a nan score's row of nans).
@@ -116,8 +126,8 @@ class LabelLayer:
         labels = np.empty(queries.shape[:-1], dtype=np.intp)
         shared = []
         for b in range(Q.shape[0]):
-            if self.cax.score == "euclidean":
-                labels[b], tied = _nearest_keys(queries[b], keys[b])
+            if self.cax.score == "euclidean":  # exact decisions: the same labels from any frame
+                labels[b], tied = _nearest_center(queries[b], keys[b], frames[b], ties=True)
                 shared.append({i: nearest / np.count_nonzero(nearest) for (i,), nearest in tied.items()})
             else:
                 labels[b], odd = dot_hardmax_members(queries[b], keys[b])
