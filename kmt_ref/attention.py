@@ -54,8 +54,10 @@ computed faster; :func:`kmt_ref.layer.transformer_layer` takes either.
 
 Decisions do not depend on the CPU. What a normalizer decides (an arg-max, a
 support) is taken on exact distances (the Euclidean hardmax) or on
-:func:`fixed_order_scores`, never on a BLAS product, whose rounding depends on
-the machine's kernel; and the weights times the values are
+:func:`fixed_order_scores`, never on a BLAS product's rounding, which depends on
+the machine's kernel (the fast kernels take a dot-product hardmax's decision
+from BLAS's product only where a bound on both sums' rounding shows it is the
+fixed order's); and the weights times the values are
 :func:`rows_product`, in which equal rows of weights give equal rows (two
 centers that average the same points come out equal, so a tie that exact
 arithmetic has stays a tie).

@@ -441,9 +441,12 @@ class KMeansTransformer:
         the reference engine always on the layer's residual sums."""
         layout = self.layout
         has_y = "y" in layout.slices
-        P, Q = self._embed(X, C)
         lean = None if engine.reference or reembed else label_layer(self)
-        fixed = lean.fixed(P, Q) if lean is not None else None
+        if lean is None:
+            P, Q = self._embed(X, C)
+        else:  # the point tokens only where CAX's queries or CAC's values read more than X (no norm here)
+            Q = layout._tokens(C, is_center=True)
+            fixed = lean.fixed(X, lambda: layout._tokens(X, is_center=False), Q)
         first_bad = first_tie = None
         assigned = None  # the labels layer's last (labels, shared rows)
 

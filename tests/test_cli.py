@@ -85,6 +85,25 @@ def test_bench_grid_measures_peak_memory_at_its_memory_point(monkeypatch):
     assert "peak memory at n=300, d=2, k=4 (MB)" in bench.format_grid([row])
 
 
+def test_bench_grid_writes_a_new_file_only(tmp_path, capsys):
+    import json
+
+    from kmt_ref.programs.bench import COMMITTED_GRID
+
+    existing = tmp_path / "grid.json"
+    existing.write_text("{}")
+    for argv, said in ((["bench", "--grid", "--out", str(existing)], "(it exists)"),
+                       (["bench", "--out", str(tmp_path / "new.json")], "without --grid"),
+                       (["bench", "--grid", "--out", COMMITTED_GRID + ".new"], "committed")):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert said in capsys.readouterr().err
+    assert existing.read_text() == "{}" and not (tmp_path / "new.json").exists()
+    assert main(["bench", "--grid", "--quick", "--repeats", "1", "--out", str(tmp_path / "new.json")]) == 0
+    record = json.loads((tmp_path / "new.json").read_text())
+    assert {"measured", "cpu", "versions", "rows", "verdicts"} <= set(record) and len(record["rows"]) == 4
+
+
 def test_bench_rejects_a_non_positive_thread_count():
     with pytest.raises(SystemExit):
         main(["bench", "--threads", "0"])

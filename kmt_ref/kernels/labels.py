@@ -21,7 +21,7 @@ import numpy as np
 
 from ..geometry import PointFrame, _nearest_center, cluster_sums, point_frame
 from .fast import add_attention, is_plain
-from .plain import dot_hardmax_members
+from .plain import dot_hardmax_members, query_sizes
 from .structure import structure
 
 __all__ = ["LabelLayer", "label_layer", "dense_assignments"]
@@ -77,7 +77,7 @@ def label_layer(model):
             return None
     if not (writes_ids and resets_ids and reads_ids and fixed and cax.score in ("euclidean", "dot")):
         return None
-    return LabelLayer(cax, sac, st["CAX"], st["CAC"], ffn, y)
+    return LabelLayer(cax, sac, st["CAX"], st["CAC"], ffn, y, layout.slices["x"])
 
 
 @dataclass(frozen=True)
@@ -95,21 +95,39 @@ class LabelLayer:
     cac_structure: object
     ffn: object
     y: slice
+    x: slice
 
-    def fixed(self, P, Q):
-        """CAX's queries and CAC's values of the point tokens ``P`` (..., n, D), which no layer writes, and
-        for a Euclidean CAX one :class:`~kmt_ref.geometry.PointFrame` of the queries per task, measured from
-        the first key of the initial center tokens ``Q`` (None for a dot-product CAX)."""
-        queries = self.cax_structure.queries(P)
-        frames = None
-        if self.cax.score == "euclidean":
+    def fixed(self, X, tokens, Q):
+        """CAX's queries and CAC's values of the point tokens, which no layer writes, and per task what
+        the search for the queries' nearest keys keeps from layer to layer: for a Euclidean CAX a
+        :class:`~kmt_ref.geometry.PointFrame` of the queries, measured from the first key of the initial
+        center tokens ``Q``, as ``lloyd`` makes it; for a dot-product CAX the queries' sizes ``|q|_1``.
+
+        A projection that is the tokens' ``x`` block is ``X`` (..., n, d) itself, which the tokens hold
+        unchanged, contiguous (the member sums read it whole); any other is taken of the point tokens
+        ``tokens()``, made only then.
+        """
+        made = []
+
+        def projected(projection):
+            if projection.sign == 1 and _same(projection.cols, self.x):
+                return X
+            if not made:
+                made.append(tokens())
+            return projection(made[0])
+
+        queries = projected(self.cax_structure.queries)
+        if self.cax.score == "dot":
+            sizes = query_sizes(queries)
+            kept = [sizes] if queries.ndim == 2 else list(sizes)
+        else:
             # a copy: the keys may be a view of Q, which every layer updates in place
             whole = point_frame(queries, self.cax_structure.keys(Q)[..., :1, :].copy())
-            frames = [whole] if queries.ndim == 2 else [PointFrame(*(a[b] for a in whole))
+            kept = [whole] if queries.ndim == 2 else [PointFrame(*(a[b] for a in whole))
                                                           for b in range(queries.shape[0])]
-        return queries, self.cac_structure.values(P), frames
+        return queries, projected(self.cac_structure.values), kept
 
-    def step(self, queries, values, frames, Q):
+    def step(self, queries, values, kept, Q):
         """One layer: ``(Q, labels, shared)``, the new center tokens (``Q`` updated in place, or the FFN's
         new array), each point's label (..., n) and, per task, ``{point: its assignment row}`` for the rows
         the hardmax shares (ties, and a nan score's row of nans).
@@ -127,10 +145,10 @@ class LabelLayer:
         shared = []
         for b in range(Q.shape[0]):
             if self.cax.score == "euclidean":  # exact decisions: the same labels from any frame
-                labels[b], tied = _nearest_center(queries[b], keys[b], frames[b], ties=True)
+                labels[b], tied = _nearest_center(queries[b], keys[b], kept[b], ties=True)
                 shared.append({i: nearest / np.count_nonzero(nearest) for (i,), nearest in tied.items()})
             else:
-                labels[b], odd = dot_hardmax_members(queries[b], keys[b])
+                labels[b], odd = dot_hardmax_members(queries[b], keys[b], kept[b])
                 shared.append(odd)
             for i, row in shared[b].items():
                 labels[b, i] = np.argmax(row)  # the arg-max the assignment block is read at (a nan row: 0)

@@ -23,8 +23,8 @@ from ..geometry import ASSIGN_ELEMENTS, _nearest_center
 from .softmax import add_at, euclidean_scores, softmax_columns, softmax_inplace
 
 __all__ = ["plain_chunk", "linear_over_keys", "is_identity", "euclidean_hardmax", "add_euclidean_hardmax",
-           "add_members", "hardmax_members", "dot_hardmax_members", "max_members", "STREAM_ELEMENTS", "FEW_KEYS",
-           "FEW_SOFTMAX_KEYS"]
+           "add_members", "hardmax_members", "dot_hardmax_members", "query_sizes", "max_members", "STREAM_ELEMENTS",
+           "FEW_KEYS", "FEW_SOFTMAX_KEYS"]
 
 #: Scores held at once by the plain-array paths when a query has many keys: a chunk of
 #: 8 MB stays in the outer cache (measured 1.5-2x faster than ``CHUNK_ELEMENTS`` for the
@@ -127,7 +127,7 @@ def hardmax_members(scores):
         return labels, {int(i): mask[i] / count[i] for i in odd}
 
 
-def dot_hardmax_members(queries, keys):
+def dot_hardmax_members(queries, keys, sizes=None):
     """:func:`hardmax_members` of the dot scores :func:`~kmt_ref.attention.fixed_order_scores` gives, the
     same members, from BLAS's faster product where rounding cannot decide.
 
@@ -138,7 +138,8 @@ def dot_hardmax_members(queries, keys):
     queries (and any with a non-finite score) are scored in the fixed order and decided by it. The
     bound used is ``4 (D + 2) eps |q|_1 max |k|``, twice what is needed, plus ``4 D`` of the smallest
     subnormal (a product that underflows errs by up to half of it). Chunks of queries stay in
-    a core's cache. One task: ``queries`` (m, D), ``keys`` (r, D).
+    a core's cache. One task: ``queries`` (m, D), ``keys`` (r, D); ``sizes``: the queries' ``|q|_1``
+    (m,), for a caller that ranks the same queries again and again (default: computed here).
     """
     m, r = queries.shape[0], keys.shape[0]
     D = queries.shape[-1]
@@ -147,17 +148,20 @@ def dot_hardmax_members(queries, keys):
     scale = 4.0 * (D + 2) * np.finfo(float).eps * (np.max(np.abs(keys)) if keys.size else 0.0)
     tiny = 4.0 * D * np.finfo(float).smallest_subnormal
     few = r <= FEW_KEYS
-    index_count = np.stack([np.arange(r), np.ones(r)]).astype(float) if few else None
+    index_count = np.stack([np.arange(r), np.ones(r)]).astype(np.float32) if few else None  # exact
+    if sizes is None:
+        sizes = query_sizes(queries)
     rows = max(1, ASSIGN_ELEMENTS // max(1, r))
     for a in range(0, m, rows):
         q = queries[a : a + rows]
         with np.errstate(invalid="ignore", over="ignore"):
-            bound = np.matmul(np.abs(q), np.ones(D)) * scale + tiny  # |q|_1, rounded within the bound's slack
-            if few:  # one key per row: the keys within the bound of the best, counted by one product
+            bound = sizes[a : a + rows] * scale + tiny
+            if few:  # one key per row: the keys within the bound of the best, marked in float32, counted
                 s = np.matmul(keys, q.T)
                 top = np.max(s, axis=0)
-                np.greater_equal(s, top - bound, out=s, casting="unsafe")
-                found = np.matmul(index_count, s)
+                marks = np.empty(s.shape, dtype=np.float32)
+                np.greater_equal(s, top - bound, out=marks, casting="unsafe")
+                found = np.matmul(index_count, marks)
                 best = found[0].astype(np.intp)
                 decided = (found[1] == 1) & np.isfinite(top)
             else:
@@ -173,6 +177,13 @@ def dot_hardmax_members(queries, keys):
             labels[a + undecided] = exact
             shared.update({int(a + undecided[i]): w for i, w in odd.items()})
     return labels, shared
+
+
+def query_sizes(queries):
+    """``|q|_1`` of every query (..., m): what :func:`dot_hardmax_members` bounds its rounding by (a
+    product's rounding of it is within the bound's slack)."""
+    with np.errstate(over="ignore"):
+        return np.matmul(np.abs(queries), np.ones(queries.shape[-1]))
 
 
 def _linear(scores, values):
