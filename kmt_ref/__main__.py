@@ -111,11 +111,6 @@ def _main(argv=None):
             print("\n" + summary_line(results))
         return 0 if all(r.ok for rows in results.values() for r in rows) else 1
     if args.command == "bench":
-        code = _rerun_with_blas_threads(argv, args.threads)
-        if code is not None:
-            return code
-        from .programs.bench import GRID, QUICK_GRID, format_bench, format_grid, grid_record, run_bench, run_grid
-
         if args.out is not None:
             from ._validation import check_writable
 
@@ -126,6 +121,11 @@ def _main(argv=None):
                 check_writable(args.out, "--out", folder=False)
             except ValueError as err:
                 parser.error(str(err))
+        code = _rerun_with_blas_threads(argv, args.threads)
+        if code is not None:
+            return code
+        from .programs.bench import GRID, QUICK_GRID, format_bench, format_grid, grid_record, run_bench, run_grid
+
         print(f"BLAS threads: {args.threads}")
         if args.grid:
             rows = run_grid(QUICK_GRID if args.quick else GRID, repeats=args.repeats)

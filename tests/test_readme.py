@@ -84,3 +84,16 @@ def test_readme_soft_kmeans_baseline_is_what_the_code_computes():
     assert f"beta = {soft['beta']:g}" in text
     assert f"ends at {soft['median']:.3f} ({soft['range'][0]:.3f} – {soft['range'][1]:.3f})" in text
     assert max(soft["final"]) < min(rep["learned_final"])  # "below the learned [x | y] layer on every seed"
+
+
+def test_readme_speed_ratios_are_the_committed_grid():
+    # "the Theorem 2.1 and 2.2 transformers took at most Ax and Bx `lloyd`'s time": the largest ratios of
+    # the committed bench --grid, at gamma = inf.
+    from kmt_ref.programs.bench import committed_grid
+
+    rows = committed_grid()["rows"]
+    said = re.search(r"took at most ([0-9.]+)x \(Theorem 2\.1\) and ([0-9.]+)x \(Theorem 2\.2\)\s+`lloyd`'s time",
+                     README.read_text())
+    assert said is not None
+    for value, name in zip(said.groups(), ("2.1 gamma=inf", "2.2 gamma=inf"), strict=True):
+        assert value == f"{max(r['ratios'][name] for r in rows):.2f}", name
