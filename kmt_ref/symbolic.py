@@ -228,6 +228,20 @@ def block_values(block, Zk):
     return Zk * exact(block.Wv).T
 
 
+def factored(expr):
+    """``expr`` expanded and factored, the same every run: SymPy's multivariate factoring (Wang's algorithm)
+    draws its evaluation points from SymPy's unseeded generator, and a rare draw takes minutes, so the draw is
+    pinned here and SymPy's generator is restored afterwards."""
+    from sympy.core import random as sympy_random
+
+    state = sympy_random.rng.getstate()
+    sympy_random.seed(0)
+    try:
+        return sp.factor(sp.expand(expr))
+    finally:
+        sympy_random.rng.setstate(state)
+
+
 def _sq(u, v):
     return sum((a - b) ** 2 for a, b in zip(u, v, strict=True))
 
@@ -287,7 +301,7 @@ def cax_lemma(model, n=2):
     return Identity("CAX's score s_12 of center 2 for point 1, plus ||x_1 - c_2||^2: the same for every center"
                     + _scaled(factor),
                     sp.Add(sp.Symbol("s_{12}"), factor * _sq(X[0, :], C[1, :]), evaluate=False),
-                    sp.factor(sp.expand(S[0, 0] + factor * _sq(X[0, :], C[0, :]))), _size(layout, n))
+                    factored(S[0, 0] + factor * _sq(X[0, :], C[0, :])), _size(layout, n))
 
 
 def sax_lemma(model, n=3):
@@ -308,7 +322,7 @@ def sax_lemma(model, n=3):
     return Identity("SAX's score s_12 of point 2 for point 1, plus ||x_1 - x_2||^2: the same for every point, "
                     "so the score is largest at the point itself" + _scaled(factor),
                     sp.Add(sp.Symbol("s_{12}"), factor * _sq(X[0, :], X[1, :]), evaluate=False),
-                    sp.factor(sp.expand(S[0, 0])), _size(layout, n))
+                    factored(S[0, 0]), _size(layout, n))
 
 
 def _reading(W, layout, out, inp):
@@ -329,7 +343,7 @@ def cax_score_feedback(block, layout):
     """
     P, Q, X, _, C = symbolic_tokens(layout, 1)
     S = block_scores(block, P, Q)
-    left = [sp.factor(sp.expand(S[0, j] + _sq(X[0, :], C[j, :]))) for j in range(layout.k)]
+    left = [factored(S[0, j] + _sq(X[0, :], C[j, :])) for j in range(layout.k)]
     if all(sp.expand(r - left[0]) == 0 for r in left):
         return None
     a, b = _reading(block.Wq, layout, "x", "x"), _reading(block.Wk, layout, "x", "x")
@@ -337,9 +351,9 @@ def cax_score_feedback(block, layout):
         return (f"W_K reads the positions {b / a:g} times as strongly as W_Q does ({b:g} P_x against {a:g} P_x), so "
                 f"the score is -||{a:g} x_i - {b:g} c_j||^2, which does not rank the centers by their distance: "
                 "read both with the same factor")
-    return (f"your score of center 2 for point 1 is {sp.factor(sp.expand(S[0, 1]))}; plus ||x_1 - c_2||^2 it "
+    return (f"your score of center 2 for point 1 is {factored(S[0, 1])}; plus ||x_1 - c_2||^2 it "
             f"leaves {left[1]}, but for center 1 it leaves {left[0]}: what is left must be the same for every "
-            f"center (a difference of {sp.factor(sp.expand(left[1] - left[0]))})")
+            f"center (a difference of {factored(left[1] - left[0])})")
 
 
 def cax_value_feedback(block, layout):
@@ -390,7 +404,7 @@ def ffn_feedback(W1, W2, layout):
     C = sp.Matrix(1, layout.d, lambda _, a: sp.Symbol(f"c_{a + 1}", real=True))
     Q = _tokens(layout, C, sp.eye(layout.k)[:1, :]) - _write(layout, 1, "sqnorm", sp.Matrix([[sum(v**2 for v in C)]]))
     hidden = (Q * exact(W1).T).applyfunc(lambda t: sp.Max(t, 0) ** 2)
-    update = (hidden * exact(W2).T).applyfunc(lambda e: sp.factor(sp.expand(_without_relu(e))))
+    update = (hidden * exact(W2).T).applyfunc(lambda e: factored(_without_relu(e)))
     expected = _write(layout, 1, "sqnorm", sp.Matrix([[sum(v**2 for v in C)]]))
     wrong = [(c, update[0, c], expected[0, c]) for c in range(layout.width)
              if sp.simplify(update[0, c] - expected[0, c]) != 0]

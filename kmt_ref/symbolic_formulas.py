@@ -13,7 +13,7 @@ SymPy is an optional dependency, as for :mod:`kmt_ref.symbolic`: ``import kmt_re
 import sympy as sp
 
 from ._validation import check_int
-from .symbolic import Identity, SymbolicCheckError, _require
+from .symbolic import Identity, SymbolicCheckError, _require, factored
 
 __all__ = ["row_shift_lemma", "softmax_hardmax_lemma", "mean_lemma", "soft_to_lloyd_lemma",
            "sparsemax_threshold_lemma", "normmax_inf_lemma", "member_mean_lemma", "gumbel_max_lemma",
@@ -316,7 +316,7 @@ def soft_weight_lemma(k=3):
         _require(sp.simplify(v / (1 + v) - weight - v * (R - v) / ((1 + v) * (1 + R))),
                  "certificate: r/(1 + r) minus a soft weight is not r (R - r) / ((1 + r)(1 + R))")
     return Identity("how far a soft weight is below r_j / (1 + r_j)", r[0] / (1 + r[0]) - weights[0],
-                    sp.factor(r[0] * (R - r[0]) / ((1 + r[0]) * (1 + R))), f"k = {k}", "on the formula")
+                    factored(r[0] * (R - r[0]) / ((1 + r[0]) * (1 + R))), f"k = {k}", "on the formula")
 
 
 def center_shift_lemma(d=2):
