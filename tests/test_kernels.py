@@ -326,6 +326,38 @@ def test_a_run_on_labels_computes_the_layers_assignments_and_its_centers_to_roun
         np.testing.assert_array_equal(fast.centers[:, b], alone.centers)
 
 
+@pytest.mark.parametrize("d", [1, 3])
+def test_a_projection_of_the_points_x_and_one_made_from_x_has_the_tokens_numbers(d):
+    # Theorem 2.2's queries [2x | 1] and other scalings of x and the constant one, made without the tokens;
+    # a projection that reads anything else of the point tokens is left to them (None).
+    from kmt_ref.kernels.labels import _of_points
+    from kmt_ref.kernels.structure import _projection
+
+    layout = kmt_ref.TokenLayout(d, 2, ("x", "y", "sqnorm", "one"))
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(2, 7, d)) * 1e3
+    X[0, 0, 0] = -0.0
+    P = layout._tokens(X, is_center=False)
+    x, one = layout.slices["x"], layout.slices["one"]
+    every_other_x = layout.projector("one")
+    every_other_x[np.arange(x.start, x.stop, 2), np.arange(x.start, x.stop, 2)] = 3.0  # a gather at d = 3
+    made = 0
+    for W, b in [(2 * layout.projector("x") + layout.projector("one"), None), (layout.projector("x"), None),
+                 (-layout.projector("x", "one"), None), (np.diag(np.arange(1.0, layout.width + 1)) *
+                 np.diag(layout.projector("x", "one")), np.arange(layout.width) * 0.5),
+                 (np.diag(np.arange(1.0, layout.width + 1)) * np.diag(layout.projector("one", "x")), None),
+                 (every_other_x, None), (layout.projector("x", "sqnorm"), None), (layout.projector("y"), None)]:
+        projection = _projection(W, b, np.flatnonzero(np.any(W != 0, axis=1) | (b is not None)))
+        got = _of_points(projection, X, x, one)
+        reads_more = np.any(W[:, layout.slices["y"]] != 0) or np.any(W[:, layout.slices["sqnorm"]] != 0)
+        if reads_more or (projection.sign == 0 and projection.diagonal is None):
+            assert got is None
+            continue
+        made += 1
+        np.testing.assert_array_equal(got, projection(P))
+    assert made == 5
+
+
 @pytest.mark.parametrize("spread", [400.0, 20_000.0])  # some dead scores (masked), most (exp of the live only)
 def test_softmax_kernel_equals_the_reference_softmax_bit_for_bit_at_the_edges(spread):
     rng = np.random.default_rng(5)

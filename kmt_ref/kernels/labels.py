@@ -77,7 +77,7 @@ def label_layer(model):
             return None
     if not (writes_ids and resets_ids and reads_ids and fixed and cax.score in ("euclidean", "dot")):
         return None
-    return LabelLayer(cax, sac, st["CAX"], st["CAC"], ffn, y, layout.slices["x"])
+    return LabelLayer(cax, sac, st["CAX"], st["CAC"], ffn, y, layout.slices["x"], layout.slices.get("one"))
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,7 @@ class LabelLayer:
     ffn: object
     y: slice
     x: slice
+    one: slice | None
 
     def fixed(self, X, tokens, Q):
         """CAX's queries and CAC's values of the point tokens, which no layer writes, and per task what
@@ -104,14 +105,18 @@ class LabelLayer:
         center tokens ``Q``, as ``lloyd`` makes it; for a dot-product CAX the queries' sizes ``|q|_1``.
 
         A projection that is the tokens' ``x`` block is ``X`` (..., n, d) itself, which the tokens hold
-        unchanged, contiguous (the member sums read it whole); any other is taken of the point tokens
-        ``tokens()``, made only then.
+        unchanged, contiguous (the member sums read it whole); one that scales coordinates of the ``x``
+        block and the constant ``one`` (Theorem 2.2's queries ``[2x | 1]``) is made from ``X`` in one pass;
+        any other is taken of the point tokens ``tokens()``, made only then.
         """
         made = []
 
         def projected(projection):
             if projection.sign == 1 and _same(projection.cols, self.x):
                 return X
+            direct = _of_points(projection, X, self.x, self.one)
+            if direct is not None:
+                return direct
             if not made:
                 made.append(tokens())
             return projection(made[0])
@@ -165,6 +170,33 @@ class LabelLayer:
         if self.ffn is not None:
             Q = Q + self.ffn(Q)
         return (Q[0], labels[0], shared[0]) if single else (Q, labels, shared)
+
+
+def _of_points(projection, X, x, one):
+    """A projection of the point tokens that reads only their ``x`` block and their ``one``, as a
+    scaling of those coordinates (``sign`` or ``diagonal``), made from ``X`` (..., n, d) without the
+    tokens; else None.
+
+    The same numbers as the projection of the tokens: ``X`` is finite (validated), so the terms of the
+    projection's product that the zeros of its diagonal matrix make are zeros."""
+    if projection.cols is None or (projection.sign == 0 and projection.diagonal is None):
+        return None
+    cols = np.arange(projection.cols.start, projection.cols.stop) if isinstance(projection.cols, slice) \
+        else projection.cols
+    in_x = (cols >= x.start) & (cols < x.stop)
+    is_one = np.zeros_like(in_x) if one is None else (cols >= one.start) & (cols < one.stop)
+    if not np.all(in_x | is_one):
+        return None
+    scale = projection.diagonal if projection.sign == 0 else np.full(len(cols), float(projection.sign))
+    xs = cols[in_x] - x.start
+    m = len(xs)
+    out = np.empty(X.shape[:-1] + (len(cols),))
+    if m and in_x[:m].all() and np.array_equal(xs, np.arange(xs[0], xs[0] + m)):  # a run of x, first: no gather
+        np.multiply(X[..., xs[0] : xs[0] + m], scale[:m], out=out[..., :m])
+    else:
+        out[..., in_x] = np.take(X, xs, axis=-1) * scale[in_x]
+    out[..., is_one] = scale[is_one]
+    return out if projection.b is None else out + projection.b
 
 
 def _member_sums(values, labels, shared, k):
