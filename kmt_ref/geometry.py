@@ -35,6 +35,9 @@ UNDECIDED = 8
 #: point's nearest by passes over the rows (measured at n = 1e5: 1.5-2x faster at k <= 32 and d <= 16, 1.1-1.5x
 #: at k = 64, as fast at k = 128).
 FEW_CENTERS = 64
+#: Unused numbers after each row of a chunk's scores: rows of a power of two bytes (k = 32, 64, 128 centers
+#: of 2^16 scores) map to the same cache sets, and BLAS writes such scores about twice as slowly.
+SCORE_PAD = 8
 
 
 def squared_distances(A, B):
@@ -197,7 +200,7 @@ def _best_two(s):
     return best, lowest, s.min(axis=-1)
 
 
-def _best_few(s, bound, index_count):
+def _best_few(s, bound, index_count, marks=None):
     """Per column of ``s`` (..., k, m), given transposed, one center per row: the index of the least entry,
     whether another entry is within ``bound`` (..., m) of it (the index is then left to exact arithmetic), and
     the least entry.
@@ -207,11 +210,11 @@ def _best_few(s, bound, index_count):
     that sum: ``bound`` is at least 12 eps of the scores, so some points more are sent to exact arithmetic,
     none fewer), marked 1.0 and 0.0 in float32 (half the bytes of the scores, and exact), and one product
     with ``index_count`` (float32), the rows ``0, 1, ..., k - 1`` and ``1, ..., 1``: the index of the only
-    one where there is one, and the count.
+    one where there is one, and the count. ``marks``: where to write the marks (float32, the shape of ``s``).
     """
     least = np.min(s, axis=-2)
     threshold = least + 1.25 * bound
-    marks = np.empty(s.shape, dtype=np.float32)
+    marks = np.empty(s.shape, dtype=np.float32) if marks is None else marks
     np.less_equal(s, threshold[..., None, :], out=marks, casting="unsafe")
     found = np.matmul(index_count, marks)
     return found[..., 0, :].astype(np.intp), found[..., 1, :] > 1, least
@@ -295,23 +298,27 @@ def _nearest_center(X, C, frame=None, *, ties=False):
     rows = max(1, ASSIGN_ELEMENTS // (k * max(1, int(np.prod(batch, dtype=int)))))
     labels = np.empty(batch + (n,), dtype=np.intp)
     tied = {}
+    scores = np.empty(batch + ((k, rows + SCORE_PAD) if few else (min(rows, n), k + SCORE_PAD)))
+    marks = np.empty(batch + (k, rows + 2 * SCORE_PAD), dtype=np.float32) if few else None
+    # A frame's points keep their norms: their bounds in one pass, not one short pass per chunk.
+    bounds = None if frame is None else _score_bound(d, centers[0][2], frame.norms)
     for start in range(0, n, rows):
         part = slice(start, start + rows)
+        m = min(rows, n - start)
         for attempt, (origin, (c2, Cm2, cmax, scoring)) in enumerate(zip(origins, centers, strict=True)):
             if frame is not None:  # [x | 1] against [-2 c | |c|^2]: one product, no pass to add |c|^2
-                points, norms = frame.scored[..., part, :], frame.norms[..., part]
-                Cm2 = scoring
+                points, Cm2 = frame.scored[..., part, :], scoring
             else:  # a chunk's points measured while in cache: the same numbers as a whole frame's
                 points = X[..., part, :] if origin is None else X[..., part, :] - origin
                 norms = np.sqrt(np.einsum("...ij,...ij->...i", points, points))
-            bound = _score_bound(d, cmax, norms)
+            bound = _score_bound(d, cmax, norms) if frame is None else bounds[..., part]
             if few:  # scores (..., k, rows)
-                s = np.matmul(Cm2, np.swapaxes(points, -1, -2))
+                s = np.matmul(Cm2, np.swapaxes(points, -1, -2), out=scores[..., :m])
                 if frame is None:
                     s += c2[..., :, None]
-                best, close, best_scores = _best_few(s, bound, index_count)
+                best, close, best_scores = _best_few(s, bound, index_count, marks[..., :m])
             else:  # scores (..., rows, k)
-                s = np.matmul(points, np.swapaxes(Cm2, -1, -2))
+                s = np.matmul(points, np.swapaxes(Cm2, -1, -2), out=scores[..., :m, :k])
                 if frame is None:
                     s += c2[..., None, :]
                 best, lowest, second = _best_two(s)
@@ -384,9 +391,10 @@ def closest_distinct_pair(X):
 def _check_scored(X, C, best_scores, part):
     """Refuse a chunk of points (rows ``part`` of ``X``) whose best score is not finite: a nan or inf
     coordinate of a point or a center, which no nearest center could be given for (one pass over the chunk's
-    minima, not over the points)."""
-    if np.all(np.isfinite(best_scores)):
-        return
+    minima, not over the points: their sum, and only where that is not finite each of them)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(best_scores)) or np.all(np.isfinite(best_scores)):
+            return
     index = tuple(np.argwhere(~np.isfinite(best_scores))[0])
     point = index[:-1] + (part.start + index[-1],)
     if not np.all(np.isfinite(C[index[:-1]])):
