@@ -326,6 +326,17 @@ def test_a_run_on_labels_computes_the_layers_assignments_and_its_centers_to_roun
         np.testing.assert_array_equal(fast.centers[:, b], alone.centers)
 
 
+def test_query_sizes_are_the_rows_one_norms_a_chunk_at_a_time_for_a_batch_and_a_strided_view():
+    from kmt_ref.kernels.plain import query_sizes
+
+    q = np.random.default_rng(8).normal(size=(3, 40_000, 5))  # several chunks per task
+    for view in (q, q[1], q[:, ::3, 1:]):
+        np.testing.assert_allclose(query_sizes(view), np.sum(np.abs(view), axis=-1), rtol=1e-14, atol=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert query_sizes(np.array([[1e308, -1e308]]))[0] == np.inf  # too large to hold: inf, quietly
+
+
 @pytest.mark.parametrize("d", [1, 3])
 def test_a_projection_of_the_points_x_and_one_made_from_x_has_the_tokens_numbers(d):
     # Theorem 2.2's queries [2x | 1] and other scalings of x and the constant one, made without the tokens;

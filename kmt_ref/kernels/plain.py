@@ -182,8 +182,17 @@ def dot_hardmax_members(queries, keys, sizes=None):
 def query_sizes(queries):
     """``|q|_1`` of every query (..., m): what :func:`dot_hardmax_members` bounds its rounding by (a
     product's rounding of it is within the bound's slack)."""
+    m, D = queries.shape[-2:]
+    sizes = np.empty(queries.shape[:-1])
+    rows = max(1, ASSIGN_ELEMENTS // D)
+    part = np.empty((min(rows, m), D))  # a chunk's |q| in cache, not a copy of all the queries
     with np.errstate(over="ignore"):
-        return np.matmul(np.abs(queries), np.ones(queries.shape[-1]))
+        for task in np.ndindex(queries.shape[:-2]):
+            for a in range(0, m, rows):
+                c = min(rows, m - a)
+                np.abs(queries[task][a : a + c], out=part[:c])
+                np.matmul(part[:c], np.ones(D), out=sizes[task][a : a + c])
+    return sizes
 
 
 def _linear(scores, values):
