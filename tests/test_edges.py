@@ -261,7 +261,8 @@ def test_labels_next_to_centers_that_met_cost_no_rational_arithmetic(monkeypatch
     assert not np.any(labels == 3) and np.array_equal(labels, np.argmin(((X[:, None] - C[:3]) ** 2).sum(-1), 1))
 
 
-def test_nearest_center_gives_the_same_exact_labels_from_any_frame_inside_the_data():
+def test_nearest_center_gives_the_same_exact_labels_from_any_frame_inside_the_data(monkeypatch):
+    from kmt_ref import geometry
     from kmt_ref.geometry import nearest_center, point_frame
 
     rng = np.random.default_rng(8)
@@ -272,6 +273,10 @@ def test_nearest_center_gives_the_same_exact_labels_from_any_frame_inside_the_da
             plain = nearest_center(X, C)
             framed = nearest_center(X, C, point_frame(X, X[:, 5:6] + 0.25))
             np.testing.assert_array_equal(framed, plain)
+            with monkeypatch.context() as m:  # many chunks per call, and a partial last one
+                m.setattr(geometry, "NEAREST_ELEMENTS", 2**10)
+                np.testing.assert_array_equal(nearest_center(X, C), plain)
+                np.testing.assert_array_equal(nearest_center(X, C, point_frame(X, X[:, 5:6] + 0.25)), plain)
             for b in range(3):  # each task of the batch alone, and as exact arithmetic decides
                 np.testing.assert_array_equal(nearest_center(X[b], C[b]), plain[b])
                 np.testing.assert_array_equal(plain[b], [np.argmax(_exact_mask(x, C[b])) for x in X[b]])
