@@ -50,7 +50,7 @@ from ._validation import (
 from .attention import NORMALIZERS, check_tokens
 from .engine import Engine
 from .kernels.labels import dense_assignments, label_layer
-from .readout import _check_resolution, _column_stats, _labels, _nearest_of_finite
+from .readout import _check_resolution, _column_stats, _first_not_nearest, _labels, _nearest_of_finite
 from .tokens import TokenLayout
 from .trajectory import Trajectory, iterate
 
@@ -275,7 +275,11 @@ class KMeansTransformer:
             ``assumption`` before every layer (exact ties and, for Theorem
             2.2, near ties within its rounding; at finite ``gamma``, the
             softmax blocks' leaks and one layer's distance from Lloyd's step),
-            and, after the last layer, more than 10% of the points (of some
+            with a hardmax CAX, after the run, a label that is not the nearest
+            of the centers the run returns (a point within rounding of a tie:
+            the run computes in coordinates shifted by the data's median and
+            rounds its centers when it shifts them back), and, after the last
+            layer, more than 10% of the points (of some
             task) with split assignments
             (:meth:`~kmt_ref.trajectory.Trajectory.split_fraction`: at finite
             ``gamma``, too small a ``gamma`` for the data's scale;
@@ -374,6 +378,18 @@ class KMeansTransformer:
                           f"{', '.join(map(str, shared))} (their scores tie; {count} point{'s' if count > 1 else ''} "
                           f"shared at that layer), where the classical algorithm gives it to center {shared[0]}; the "
                           "transformer need not equal its classical algorithm from there on", stacklevel=2)
+        if warn and ties and not told and tie is None and np.any(origin != 0):
+            # A hardmax run computes in shifted coordinates and rounds its centers when it shifts them back: a
+            # point nearly as near two centers may then be nearer another returned center than its own.
+            parted = _first_not_nearest(X + origin, traj.centers, traj.labels)  # X + origin: exact, as the shift
+            if parted is not None:
+                t, task, i, label, nearest = parted
+                where = f" in task {task}" if batch else ""
+                warnings.warn(f"{self.name}: layer {t + 1}{where} gives point {i} to center {label}, but center "
+                              f"{nearest} of the centers the run returns is nearer (the run computes in coordinates "
+                              "shifted by the data's median and rounds its centers when it shifts them back): the "
+                              "point is within rounding of a tie; the transformer need not equal its classical "
+                              "algorithm from there on", stacklevel=2)
         split = None
         if warn and last is not None:
             split = Trajectory(traj.centers[-2:], traj.labels[-1:], last[None]).split_fraction()

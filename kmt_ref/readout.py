@@ -50,6 +50,21 @@ def _nearest_of_finite(X, C):
     return labels
 
 
+def _first_not_nearest(X, centers, labels):
+    """The first ``(layer, task, point, label, nearest)`` where a run's label is not the nearest of the centers
+    it returns, in the given coordinates ``X`` (..., n, d) (``centers`` (L + 1, ..., k, d), ``labels`` (L, ...,
+    n)), or None. A task whose centers are not finite is skipped (it diverged, which the run reports)."""
+    for t in range(labels.shape[0]):
+        C = centers[t]
+        finite = np.all(np.isfinite(C), axis=(-2, -1))
+        wrong = (_nearest_of_finite(X, C) != labels[t]) & finite[..., None]
+        if np.any(wrong):
+            index = tuple(int(a) for a in np.argwhere(wrong)[0])
+            nearest = int(_nearest_of_finite(X, C)[index])
+            return (t, index[0] if len(index) == 2 else None, index[-1], int(labels[t][index]), nearest)
+    return None
+
+
 def _labels(Y, ties=False):
     """The arg-max of every row of an assignment block ``Y`` (..., n, k) and whether all of it is finite;
     with ``ties``, also whether each row's largest entry is below 1 (..., n): for the rows a hardmax wrote

@@ -200,9 +200,37 @@ def test_theorem_2_2_names_every_point_its_rounding_may_give_to_another_center(p
             X, C, 3, warn=True, engine=REFERENCE if reference else Engine())
     # (a tie, the band, or two points its dot-product SAX cannot tell apart)
     warned = any(any(reason in str(w.message) for reason in ("rounding of the dot-product scores", "exactly as near",
-                                                             "point self-attention")) for w in said)
+                                                             "point self-attention", "within rounding of a tie"))
+                 for w in said)
     parted = any((run.labels[t] != _exact_labels(X, run.centers[t])).any() for t in range(3))
     assert warned or not parted
+
+
+# Found by hypothesis (near_ties, offset 1e6): points within 1e-10 of a tie between two centers.
+FAR_TIE_X = np.array([
+    [999999.9824228229, 1000000.6343475046], [999999.9824228227, 1000000.6343475046],
+    [999999.9682552575, 1000001.1329990478], [999999.9682552576, 1000001.132999048],
+    [999999.9682552575, 1000001.132999048], [999999.9965903879, 1000000.1356959613],
+    [999999.9682552576, 1000001.132999048], [999999.9682552576, 1000001.1329990478],
+    [999999.996590388, 1000000.1356959613], [999999.9824228231, 1000000.6343475047],
+    [999999.9824228227, 1000000.6343475046], [999999.982422823, 1000000.6343475046],
+    [999999.9824228229, 1000000.6343475047], [999999.996590388, 1000000.1356959613],
+    [999999.996590388, 1000000.1356959614], [999999.9682552576, 1000001.132999048],
+    [999999.996590388, 1000000.1356959611], [999999.9965903881, 1000000.1356959614],
+    [999999.9824228231, 1000000.6343475048], [999999.9824228229, 1000000.6343475047]])
+
+
+@pytest.mark.parametrize("build", [lloyd_transformer, dot_product_lloyd_transformer])
+def test_a_label_that_is_not_the_nearest_of_the_returned_centers_is_named(build):
+    # The run computes in coordinates shifted by each coordinate's median, where its centers keep bits that the
+    # shift back to 1e6 rounds away: points within that rounding of a tie then belong, by the returned centers, to
+    # the other center, and Lloyd (which averages in the given coordinates) parts from the run at layer 2.
+    C = FAR_TIE_X[[3, 8]]
+    with pytest.warns(UserWarning, match=r"layer 2 gives point 0 to center 1, but center 0 of the centers the run "
+                                         r"returns is nearer \(the run computes in coordinates shifted"):
+        run = build(2, 2).run(FAR_TIE_X, C, 3, warn=True)
+    assert run.labels[1][0] == 1 and _exact_labels(FAR_TIE_X, run.centers[1])[0] == 0
+    assert not np.array_equal(run.labels, lloyd(FAR_TIE_X, C, 3).labels)
 
 
 def test_theorem_2_2_names_the_points_of_a_cluster_its_rounding_covers():
