@@ -21,7 +21,7 @@ import numpy as np
 
 from ..geometry import PointFrame, _nearest_center, cluster_sums, point_frame
 from .fast import add_attention, is_plain
-from .plain import dot_hardmax_members, query_sizes
+from .plain import dot_hardmax_members, query_sizes, tie_shares
 from .structure import structure
 
 __all__ = ["LabelLayer", "label_layer", "dense_assignments"]
@@ -151,7 +151,7 @@ class LabelLayer:
         for b in range(Q.shape[0]):
             if self.cax.score == "euclidean":  # exact decisions: the same labels from any frame
                 labels[b], tied = _nearest_center(queries[b], keys[b], kept[b], ties=True)
-                shared.append({i: nearest / np.count_nonzero(nearest) for (i,), nearest in tied.items()})
+                shared.append(tie_shares(tied))
             else:
                 labels[b], odd = dot_hardmax_members(queries[b], keys[b], kept[b])
                 shared.append(odd)

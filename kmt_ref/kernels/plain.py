@@ -23,8 +23,8 @@ from ..geometry import ASSIGN_ELEMENTS, _nearest_center
 from .softmax import add_at, euclidean_scores, softmax_columns, softmax_inplace
 
 __all__ = ["plain_chunk", "linear_over_keys", "is_identity", "euclidean_hardmax", "add_euclidean_hardmax",
-           "add_members", "hardmax_members", "dot_hardmax_members", "query_sizes", "max_members", "STREAM_ELEMENTS",
-           "FEW_KEYS", "FEW_SOFTMAX_KEYS"]
+           "add_members", "tie_shares", "hardmax_members", "dot_hardmax_members", "query_sizes", "max_members",
+           "STREAM_ELEMENTS", "FEW_KEYS", "FEW_SOFTMAX_KEYS"]
 
 #: Scores held at once by the plain-array paths when a query has many keys: a chunk of
 #: 8 MB stays in the outer cache (measured 1.5-2x faster than ``CHUNK_ELEMENTS`` for the
@@ -72,11 +72,17 @@ def euclidean_hardmax(queries, keys, values):
     return out
 
 
+def tie_shares(tied):
+    """One task's exact ties (``{(point,): mask of its nearest keys}``, as ``nearest_center(..., ties=True)``
+    gives them) as hardmax rows: ``{point: an equal share of each nearest key}``."""
+    return {i: nearest / np.count_nonzero(nearest) for (i,), nearest in tied.items()}
+
+
 def add_euclidean_hardmax(out, queries, keys):
     """``out += euclidean_hardmax(queries, keys, None)`` for one task (2-D arrays), adding at each query's
     nearest keys only (:func:`add_members`). No (m, r) weights are made."""
     labels, tied = _nearest_keys(queries, keys)
-    return add_members(out, labels, {i: nearest / np.count_nonzero(nearest) for (i,), nearest in tied.items()})
+    return add_members(out, labels, tie_shares(tied))
 
 
 def add_members(out, labels, shared):
