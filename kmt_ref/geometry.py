@@ -24,12 +24,12 @@ __all__ = ["squared_distances", "center_distances", "nearest_center", "point_fra
 #: Largest number of (query, key) pairs held in memory at once by the chunked
 #: routines (about 32 MB of float64).
 CHUNK_ELEMENTS = 2**22
-#: Scores per chunk of the kernels that reduce an assignment block a chunk of rows at a time: 512 KB of float64,
-#: within a core's cache, where passes over them run about twice as fast as from memory.
+#: Scores per chunk of the kernels that reduce an assignment block a chunk of rows at a time (512 KB of
+#: float64, within a core's cache, where passes over them run about twice as fast as from memory).
 ASSIGN_ELEMENTS = 2**16
-#: (point, center) scores per chunk of :func:`nearest_center`: 2 MB of float64. Its chunk costs a dozen NumPy calls
-#: besides the passes over the scores, and with padded rows (:data:`SCORE_PAD`) the passes stay fast in the shared
-#: cache: measured at n = 1e6 (k = 16, 64; d = 2, 16) 1.1-1.3x faster than chunks of ``ASSIGN_ELEMENTS``.
+#: (point, center) scores per chunk of :func:`nearest_center` (2 MB of float64). A chunk costs a dozen NumPy calls
+#: besides the passes over its scores, and with padded rows (``SCORE_PAD``) the passes stay fast in the shared
+#: cache (measured at n = 1e6, k = 16 and 64, d = 2 and 16, 1.1-1.3x faster than chunks of ``ASSIGN_ELEMENTS``).
 NEAREST_ELEMENTS = 2**18
 #: Points of a chunk that :func:`nearest_center`, measuring from 0, may leave to exact arithmetic before it measures
 #: the chunk again from the first center (a point far from 0 makes its scores' rounding large): about what
@@ -39,8 +39,8 @@ UNDECIDED = 8
 #: point's nearest by passes over the rows (measured at n = 1e5: 1.5-2x faster at k <= 32 and d <= 16, 1.1-1.5x
 #: at k = 64, as fast at k = 128).
 FEW_CENTERS = 64
-#: Unused numbers after each row of a chunk's scores: rows of a power of two bytes (k = 32, 64, 128 centers
-#: of 2^16 scores) map to the same cache sets, and BLAS writes such scores about twice as slowly.
+#: Unused numbers after each row of a chunk's scores (rows of a power of two bytes, as k = 32, 64 or 128 centers
+#: of 2^16 scores make, map to the same cache sets, and BLAS writes such scores about twice as slowly).
 SCORE_PAD = 8
 
 
