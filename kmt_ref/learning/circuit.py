@@ -16,7 +16,7 @@ the summary's scalars)::
     SAX     S_il = softmax_l(-w ||x_i - x_l||^2)                        w:  SAX's log-weights
     CAC     W_ji = softmax_i(eta A_ij - zeta ||A_i||^2)                 eta, zeta: CAC's log-weights, A CAX's
     CAX     A_ij = softmax_j(-beta ||x_i - c_j||^2)                     beta: CAX's log-weights
-                   (- alpha ||c_j||^2, a term shared by every id, when a fit gives ``center_penalty``)
+                   (- alpha ||c_j||^2, a term shared by every id, when a fit gives center_penalty)
 
 (the values' ``mu`` given the layer's own ``W`` and ``S``). Why these forms: composed through the blocks,
 the value maps that carry ``x`` into a center (:func:`value_maps`) are each a multiple of the identity and a
