@@ -57,11 +57,11 @@ def _first_not_nearest(X, centers, labels):
     for t in range(labels.shape[0]):
         C = centers[t]
         finite = np.all(np.isfinite(C), axis=(-2, -1))
-        wrong = (_nearest_of_finite(X, C) != labels[t]) & finite[..., None]
+        nearest = _nearest_of_finite(X, C)
+        wrong = (nearest != labels[t]) & finite[..., None]
         if np.any(wrong):
             index = tuple(int(a) for a in np.argwhere(wrong)[0])
-            nearest = int(_nearest_of_finite(X, C)[index])
-            return (t, index[0] if len(index) == 2 else None, index[-1], int(labels[t][index]), nearest)
+            return (t, index[0] if len(index) == 2 else None, index[-1], int(labels[t][index]), int(nearest[index]))
     return None
 
 
