@@ -37,6 +37,9 @@ class TrainConfig:
     tied : bool
         Tie the id maps so the parameters do not depend on ``k``
         (:class:`~kmt_ref.learning.model.ModelConfig`).
+    symmetric : bool
+        Tie the coordinate maps too and make the layer commute with ``x -> 1 - x``
+        (:class:`~kmt_ref.learning.model.ModelConfig`): 60 scalars at every ``d`` and ``k``.
     n_layers : int
         Layer applications (re-embedding between them) before the loss is
         taken; the paper trains through one. Validation compares with as many
@@ -80,6 +83,7 @@ class TrainConfig:
     n: int = 512
     tokens: str = "d+k"
     tied: bool = False
+    symmetric: bool = False
     n_layers: int = 1
     loss_on: str = "last"
     family: str = "normal"
@@ -111,7 +115,7 @@ class TrainConfig:
         store("perturb", check_int(self.perturb, "perturb", low=0, high=MAX_PERTURB))
         for name in ("patience", "seed"):
             store(name, check_int(getattr(self, name), name, low=0))
-        for name in ("tied", "equal_weights", "isotropic"):
+        for name in ("tied", "symmetric", "equal_weights", "isotropic"):
             store(name, check_bool(getattr(self, name), name))
         for name in ("scale", "tau", "lr"):
             store(name, check_positive(getattr(self, name), name))
@@ -126,7 +130,7 @@ class TrainConfig:
             raise ValueError("loss_on='every' needs n_layers > 1 (with one application it is loss_on='last'); "
                              "got n_layers=1")
         check_choice(self.precision, "precision", PRECISIONS)
-        model = ModelConfig(self.d, self.k, self.tokens, self.tied)  # validates the model options
+        model = ModelConfig(self.d, self.k, self.tokens, self.tied, self.symmetric)  # validates the model options
         # A training step holds a few copies of the parameters and batch x n x n attention weights.
         need = 8 * (6 * model.n_params + 4 * self.batch * self.n * (self.n + model.width))
         if need > MAX_STEP_BYTES:
@@ -136,7 +140,7 @@ class TrainConfig:
     @property
     def model(self):
         """The :class:`~kmt_ref.learning.model.ModelConfig` this run trains."""
-        return ModelConfig(self.d, self.k, self.tokens, self.tied)
+        return ModelConfig(self.d, self.k, self.tokens, self.tied, self.symmetric)
 
     def task_kwargs(self):
         """The keyword arguments of :func:`~kmt_ref.tasks.sample_tasks` that draw this run's tasks."""

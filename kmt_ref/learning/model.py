@@ -24,6 +24,19 @@ matrices are projectors ``P_x``, ``+-P_y`` (``A = I`` or ``lambda = +-1``, the r
 score factor of a tied model is ``1 / sqrt(d)``, which does not depend on
 ``k`` either.
 
+**Symmetric** (``symmetric=True``, tokens ``[x | y]``): a model with every
+symmetry of the task law, by construction. Besides the ids, its maps treat
+the coordinates alike and commute with the reflection ``x -> 1 - x`` of the
+unit cube the tasks live in: each matrix is ``[[alpha I + beta 1 1^T, 0],
+[0, lambda I + nu 1 1^T]]`` and each bias ``[-(alpha + beta d) / 2 1 | kappa
+1]`` (the ``x`` part is fixed by its matrix: in the coordinates ``x - 1/2``
+every block then maps the ``x`` block oddly, so the layer commutes with
+``x - 1/2 -> -(x - 1/2)``; a map from ``x`` to the ids, or from the ids to
+``x``, would not, and is 0). Five scalars a map, 60 in all, at every ``d``
+and ``k``. The Equation 5 construction is a member: its ``-P_x`` reset's bias
+``+1/2`` cancels its ``P_x`` update's ``-1/2``, and the query and key biases
+cancel in every score. The score factor is ``1 / sqrt(d)``, as when tied.
+
 The forward pass *is* :func:`kmt_ref.layer.transformer_layer` with blocks
 built from ``theta`` -- no second layer implementation -- batched over tasks
 through the leading axis of the tokens. The authors' model also applies
@@ -85,12 +98,17 @@ class ModelConfig:
     tied : bool
         Tie the maps of the id coordinates (tokens ``"d+k"`` only; see the
         module docstring): the parameters do not depend on ``k``.
+    symmetric : bool
+        Tie the coordinate maps too, and make every block commute with the
+        reflection ``x -> 1 - x`` (tokens ``"d+k"``, not with ``tied``; see
+        the module docstring): five scalars a map.
     """
 
     d: int
     k: int
     tokens: str = "d+k"
     tied: bool = False
+    symmetric: bool = False
 
     def __post_init__(self):
         for name in ("d", "k"):
@@ -99,12 +117,16 @@ class ModelConfig:
                 raise ValueError(f"{name} must be a positive integer; got {name}={value!r}")
         check_choice(self.tokens, "tokens", TOKENS)
         check_bool(self.tied, "tied")
+        check_bool(self.symmetric, "symmetric")
+        if self.symmetric and (self.tied or self.tokens != "d+k"):
+            raise ValueError(f"symmetric=True is a form of its own of tokens 'd+k' (its ids are tied already); "
+                             f"got tokens={self.tokens!r}, tied={self.tied}")
         if self.tied and self.tokens != "d+k":
             raise ValueError(f"tied=True ties the id block of tokens 'd+k'; got tokens={self.tokens!r} "
                              "(whose parameters do not depend on k anyway)")
 
     def at_k(self, k):
-        """The same model run with ``k`` centers (only a tied or ``[x]`` model has the same parameters)."""
+        """The same model run with ``k`` centers (only a tied, symmetric or ``[x]`` model has the same parameters)."""
         return dataclasses.replace(self, k=k)
 
     @property
@@ -119,8 +141,13 @@ class ModelConfig:
 
     @property
     def gamma(self):
-        """The score factor, ``1 / sqrt(D)`` as in the authors' model (``1 / sqrt(d)`` when tied)."""
-        return 1.0 / np.sqrt(self.d if self.tied else self.width)
+        """The score factor, ``1 / sqrt(D)`` as in the authors' model (``1 / sqrt(d)`` when tied or symmetric)."""
+        return 1.0 / np.sqrt(self.d if self.k_free else self.width)
+
+    @property
+    def k_free(self):
+        """Whether the parameters describe the model at every ``k`` (tied or symmetric)."""
+        return self.tied or self.symmetric
 
     @property
     def n_params(self):
@@ -129,7 +156,9 @@ class ModelConfig:
 
 
 def _shapes(config):
-    """Shape of each parameter of one block; for a tied model, the sizes of its flat pieces."""
+    """Shape of each parameter of one block; for a tied or symmetric model, the sizes of its flat pieces."""
+    if config.symmetric:  # (alpha, beta, lambda, nu) a matrix, kappa a bias
+        return {w: (4,) if w.startswith("W") else (1,) for w in WEIGHT_NAMES}
     if config.tied:
         d = config.d
         return {w: (d * d + 2 * d + 2,) if w.startswith("W") else (d + 1,) for w in WEIGHT_NAMES}
@@ -150,25 +179,35 @@ def _untie(piece, d, k):
     return anp.concatenate([top, bottom], axis=0)
 
 
+def _tied_of_symmetric(piece, matrix_piece, d):
+    """The tied piece of a symmetric one: ``A = alpha I + beta 1 1^T``, ``u = v = 0``; a bias's ``x`` part
+    ``-(alpha + beta d) / 2`` from its matrix's piece ``(alpha, beta, lambda, nu)``."""
+    alpha, beta = matrix_piece[0], matrix_piece[1]
+    if piece.shape[0] == 1:
+        return anp.concatenate([-(alpha + beta * d) / 2 * np.ones(d, piece.dtype), piece])
+    A = alpha * np.eye(d, dtype=piece.dtype) + beta * np.ones((d, d), piece.dtype)
+    return anp.concatenate([anp.reshape(A, (d * d,)), np.zeros(2 * d, piece.dtype), piece[2:]])
+
+
 def init_params(config, rng):
     """Random ``theta``: every entry from ``U(-1/sqrt(D), 1/sqrt(D))`` (PyTorch's default).
 
-    A tied model draws its pieces from ``U(-1/sqrt(d), 1/sqrt(d))``: its
-    initialization, too, does not depend on ``k``.
+    A tied model draws its pieces from ``U(-1/sqrt(d), 1/sqrt(d))``, and a
+    symmetric one its scalars: their initialization, too, does not depend on ``k``.
 
     Returns
     -------
     ndarray, shape (config.n_params,)
     """
     check_rng(rng)
-    bound = 1.0 / np.sqrt(config.d if config.tied else config.width)
+    bound = 1.0 / np.sqrt(config.d if config.k_free else config.width)
     return rng.uniform(-bound, bound, size=config.n_params)
 
 
 def unflatten(theta, config):
     """``{block: {"Wq", "Wk", "Wv", "bq", "bk", "bv": array}}``: the full ``(D, D)`` and ``(D,)`` arrays.
 
-    Views of ``theta``; for a tied model, the matrices its pieces describe at ``config.k``.
+    Views of ``theta``; for a tied or symmetric model, the matrices its pieces describe at ``config.k``.
     """
     shapes = _shapes(config)
     if np.shape(theta) != (config.n_params,):
@@ -178,11 +217,14 @@ def unflatten(theta, config):
     check_finite(theta, "theta")  # a model with a nan weight computes nan centers, silently
     out, start = {}, 0
     for bname in BLOCK_NAMES:
-        out[bname] = {}
+        out[bname], pieces = {}, {}
         for wname in WEIGHT_NAMES:
             size = int(np.prod(shapes[wname]))
             piece = anp.reshape(theta[start : start + size], shapes[wname])
-            out[bname][wname] = _untie(piece, config.d, config.k) if config.tied else piece
+            if config.symmetric:  # a bias follows its matrix in WEIGHT_NAMES: that piece is known
+                pieces[wname] = piece
+                piece = _tied_of_symmetric(piece, pieces["W" + wname[1]], config.d)
+            out[bname][wname] = _untie(piece, config.d, config.k) if config.k_free else piece
             start += size
     return out
 
@@ -216,7 +258,7 @@ def tie(theta, config, nearest=False):
         If some matrix is not of the tied form and ``nearest`` is False (naming
         the block and weight).
     """
-    if config.tied or config.tokens != "d+k":
+    if config.k_free or config.tokens != "d+k":
         raise ValueError(f"tie needs an untied 'd+k' model; got config={config}")
     nearest = check_bool(nearest, "nearest")
     tied = dataclasses.replace(config, tied=True)

@@ -48,7 +48,7 @@ SCALES = {
 }
 
 #: Training options a run may change from its scale's protocol (``train --n ...``).
-OVERRIDABLE = ("n", "d", "k", "tau", "n_steps", "lr", "tied", "n_layers", "loss_on", "precision", "perturb")
+OVERRIDABLE = ("n", "d", "k", "tau", "n_steps", "lr", "tied", "symmetric", "n_layers", "loss_on", "precision", "perturb")
 
 #: The paper's reported mean log objectives after 20 steps (its text and Fig. 4a, 4b).
 PAPER_LEARNING = dict(lloyd_log_objective=5.25, learned_log_objective=5.0, d_only_log_objective=5.35)

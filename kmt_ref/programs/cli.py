@@ -167,6 +167,9 @@ def train_command(argv=()):
                         help="token layout: [x | y] (d+k, the default), [x] only (d), or both (d+k,d)")
     parser.add_argument("--tied", action="store_true",
                         help="tie the id maps: parameters that do not depend on k (tokens d+k)")
+    parser.add_argument("--symmetric", action="store_true",
+                        help="tie the id and the coordinate maps and commute with x -> 1 - x: 60 scalars at "
+                        "every d and k (tokens d+k; not with --tied)")
     parser.add_argument("--n-layers", type=integer_at_least(1, MAX_TRAIN_LAYERS),
                         help="train through this many re-embedded layer applications (the authors' protocol: 1)")
     parser.add_argument("--loss-on", choices=("last", "every"),
@@ -198,8 +201,9 @@ def train_command(argv=()):
                   ("n_layers", "n_layers"), ("loss_on", "loss_on"), ("precision", "precision"),
                   ("perturb", "perturb"))
                  if getattr(args, flag) is not None}
-    if args.tied:
-        overrides["tied"] = True
+    for flag in ("tied", "symmetric"):
+        if getattr(args, flag):
+            overrides[flag] = True
     if args.figure_settings and {"k", "d", "tau"} & set(overrides):
         parser.error("--figure-settings sets k, d and tau: leave out --k, --d and --tau")
     settings = ([dict(overrides, **o) for o in experiments.figure_runs(scale)] if args.figure_settings

@@ -53,7 +53,7 @@ def torch_step(theta, X, init, config):
         import torch
     except ImportError:
         return None
-    if config.tied or config.tokens != "d+k" or config.n_layers != 1:
+    if config.model.k_free or config.tokens != "d+k" or config.n_layers != 1:
         raise ValueError(f"torch_step is the untied one-layer [x | y] model; got {config}")
     model = config.model
     leaves = {b: {w: torch.tensor(np.asarray(p, np.float32), requires_grad=True) for w, p in params.items()}
