@@ -69,6 +69,7 @@ def _cases(tmp):
     return cases
 
 
+@pytest.mark.slow
 def test_every_hostile_command_line_ends_in_one_line_and_exit_status_2(tmp_path):
     env = dict(os.environ, KMT_REF_RESULTS=str(tmp_path / "results"))
     failures = []

@@ -261,6 +261,7 @@ def test_labels_next_to_centers_that_met_cost_no_rational_arithmetic(monkeypatch
     assert not np.any(labels == 3) and np.array_equal(labels, np.argmin(((X[:, None] - C[:3]) ** 2).sum(-1), 1))
 
 
+@pytest.mark.slow
 def test_nearest_center_gives_the_same_exact_labels_from_any_frame_inside_the_data(monkeypatch):
     from kmt_ref import geometry
     from kmt_ref.geometry import nearest_center, point_frame

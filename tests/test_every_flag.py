@@ -67,6 +67,7 @@ def runs(tmp):
                     "--steps", "1", "--workers", "2", "--results-dir", out]),
         (kmt_main, ["train", "--beyond", "--tied", "--n-layers", "2", "--loss-on", "every", "--n", "24",
                     "--steps", "1", "--results-dir", out]),
+        (kmt_main, ["train", "--quick", "--symmetric", "--n", "24", "--steps", "1", "--results-dir", out]),
         (kmt_main, ["reproduce", "sweep", "--quick", "--out", f"{out}/sweep.json", "--figure", f"{out}/sweep.png"]),
         (kmt_main, ["reproduce", "sweep", "--report", "--json"]),
         (kmt_main, ["reproduce", "paper-sweep", "--report", "--json"]),

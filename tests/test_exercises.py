@@ -239,8 +239,12 @@ WRONG = {
 }
 
 
-@pytest.mark.parametrize("stem", sorted(WRONG))
-@ISOLATED
+# Each wrong solution in the checker's process; in a process of its own, one in the quick run and every one in
+# the slow tier (the messages are the same; a process per check costs a second).
+@pytest.mark.parametrize("isolated, stem", [
+    pytest.param(isolated, stem, id=f"{'isolated' if isolated else 'in-process'}-{stem}",
+                 marks=pytest.mark.slow if isolated and stem != min(WRONG) else ())
+    for isolated in (False, True) for stem in sorted(WRONG)])
 def test_a_wrong_solution_fails_with_a_useful_message(tmp_path, isolated, stem):
     source, phrases = WRONG[stem]
     result = _check_one(_write(tmp_path, stem, source), stem[:2], isolated)
@@ -429,6 +433,7 @@ HOSTILE = {
 }
 
 
+@pytest.mark.slow
 def test_hostile_solutions_fail_their_own_exercise_and_the_others_are_still_checked(tmp_path, capsys):
     for stem, (code, _) in HOSTILE.items():
         (tmp_path / f"{stem}.py").write_text(code)

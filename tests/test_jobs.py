@@ -68,6 +68,7 @@ def test_bad_jobs_are_refused():
         pass
 
 
+@pytest.mark.slow
 def test_the_sweep_gives_the_same_rows_without_files_with_files_and_on_a_local_dask_cluster(tmp_path):
     plain = ps.run_paper_sweep(grid=GRID)
     kept = ps.run_paper_sweep(grid=GRID, directory=str(tmp_path))
@@ -165,6 +166,7 @@ def test_resuming_refuses_a_source_that_does_not_match(tmp_path, capsys):
     assert "takes no --resume-from" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_committed_sweep_resumed_and_gathered_is_the_committed_sweep(tmp_path, monkeypatch):
     monkeypatch.setattr(ps, "cell_losses", lambda *a: pytest.fail("a cell was computed"))
     out = str(tmp_path / "s.json")
@@ -201,6 +203,7 @@ def _trainings():
     return runs.train_jobs("quick", [5], ("d+k", "d"), [TINY])
 
 
+@pytest.mark.slow
 def test_two_trainings_on_a_local_dask_cluster_equal_the_in_process_ones(tmp_path):
     here = jobs.run_jobs(_trainings(), str(tmp_path / "here"))
     with jobs.cluster(workers=2) as client:
@@ -211,6 +214,7 @@ def test_two_trainings_on_a_local_dask_cluster_equal_the_in_process_ones(tmp_pat
         assert np.array_equal(a.theta, b.theta)
 
 
+@pytest.mark.slow
 def test_evaluations_on_a_local_dask_cluster_equal_the_in_process_ones(tmp_path):
     here = jobs.run_jobs(_trainings(), str(tmp_path))
     models = [load_result(str(tmp_path / r["checkpoint"])) for r in here]
@@ -244,6 +248,7 @@ def test_a_stored_training_holds_only_while_its_checkpoint_does(tmp_path):
         jobs.run_job(job, str(tmp_path))
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_training_loses_nothing(tmp_path):
     job = runs.train_jobs("quick", [6], ("d+k",), [dict(TINY, n_steps=3000)])[0]
     reference = jobs.run_job(job, str(tmp_path / "here"))

@@ -57,6 +57,7 @@ def test_no_train_evaluates_unfinished_checkpoints_and_says_so(tiny):
     assert rep["partial"] and "PARTIAL" in rep["note"] and "d-only" in rep["note"]
 
 
+@pytest.mark.slow
 def test_every_experiment_runs_on_trained_checkpoints(tiny):
     for name in registry.LEARNING:
         if "quick" not in registry.EXPERIMENTS[name].scales:  # own scales: tests below
@@ -151,6 +152,7 @@ def test_multi_step_trains_through_each_number_of_layers(monkeypatch, tmp_path, 
     assert "trained through" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_chaos_retrains_each_seed_from_perturbed_parameters_on_the_same_tasks(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(protocols.SCALES, "beyond", TINY)
     monkeypatch.setattr(beyond, "PERTURBATIONS", (0, 1, 3))
@@ -349,6 +351,7 @@ def test_an_experiment_told_not_to_train_names_the_models_it_lacks(monkeypatch, 
     assert "seeds [7]: no trained d+k model" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_symmetric_measures_every_target_with_its_floor_and_the_verdicts_follow_the_numbers(tiny):
     from kmt_ref.programs import interpret, reports
 

@@ -180,6 +180,7 @@ def test_run_with_reembedding_is_the_same_for_the_construction(mixture):
     np.testing.assert_allclose(a.centers, b.centers, atol=1e-14)
 
 
+@pytest.mark.slow
 def test_all_attention_layer_runs_at_n_20000_without_an_n_by_n_matrix():
     from kmt_ref.programs.bench import peak_memory
 

@@ -51,6 +51,7 @@ def test_the_authors_csv_gives_the_published_summary():
     assert [round(means[g], 3) for g in (1.0, 10.0, 100.0)] == [0.993, 0.267, 0.031]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(ps.COMMITTED_PATH), reason="no committed paper sweep yet")
 def test_committed_paper_sweep_is_not_stale():
     result = ps.load_paper_sweep()

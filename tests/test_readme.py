@@ -5,6 +5,8 @@ import io
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
@@ -76,6 +78,7 @@ def test_readme_fits_on_one_screen_and_names_the_books_core_path():
     assert all(title in text for title in titles)
 
 
+@pytest.mark.slow
 def test_readme_soft_kmeans_baseline_is_what_the_code_computes():
     from kmt_ref.learning.protocols import learning_headline, soft_kmeans_headline
 

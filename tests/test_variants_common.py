@@ -169,7 +169,6 @@ def _nearest_is_clear(X, C, rel=1e-9):
     return D.shape[1] < 2 or bool(np.all(D[:, 1] - D[:, 0] > rel * max(float(np.ptp(X)), 1.0) ** 2))
 
 
-@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(list(VARIANTS)), far_center_problems(), st.integers(0, 5))
 def test_every_step_equals_the_twin_with_far_and_emptied_clusters(name, problem, which):
