@@ -96,6 +96,7 @@ def test_checks_routed_through_the_validation_module_name_argument_and_value():
     from kmt_ref import kernels, min_gamma
     from kmt_ref.engine import Engine
     from kmt_ref.normalizers import normmax_inf
+    pytest.importorskip("matplotlib", reason="needs matplotlib, of the plot extra: pip install -e '.[plot]'")
     from kmt_ref.plotting.attention import plot_temperature_sweep
     from kmt_ref.programs.paper_sweep import authors_task
     from kmt_ref.programs.training_bench import time_training_step

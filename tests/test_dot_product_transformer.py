@@ -173,8 +173,10 @@ def test_ties_and_duplicates_behave_as_in_the_euclidean_model(config):
     # scores, so both models give it y = (1/2, 1/2); duplicated points are reset exactly.
     X = np.array([[0.0], [0.0], [1.0], [2.0], [2.0], [3.0], [1.0]])
     init = np.array([[0.0], [2.0]])
-    ours = dot_product_lloyd_transformer(1, 2, config=config).run(X, init, 4)
-    euclid = lloyd_transformer(1, 2, config=config).run(X, init, 4)
+    with pytest.warns(UserWarning, match="Theorem 2.2 .* shares point 2 between centers 0, 1"):
+        ours = dot_product_lloyd_transformer(1, 2, config=config).run(X, init, 4)
+    with pytest.warns(UserWarning, match="Theorem 2.1 .* shares point 2 between centers 0, 1"):
+        euclid = lloyd_transformer(1, 2, config=config).run(X, init, 4)
     np.testing.assert_array_equal(ours.assignments, euclid.assignments)
     np.testing.assert_array_equal(ours.centers, euclid.centers)
     np.testing.assert_array_equal(ours.assignments[0][2], [0.5, 0.5])
@@ -300,6 +302,7 @@ def test_run_does_not_modify_its_inputs():
 
 
 def test_gamma_sweep_plot_draws_one_line_per_model_and_rejects_bad_input():
+    pytest.importorskip("matplotlib", reason="needs matplotlib, of the plot extra: pip install -e '.[plot]'")
     from matplotlib.figure import Figure
 
     from kmt_ref.plotting.dot_product import plot_gamma_sweep

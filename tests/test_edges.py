@@ -165,7 +165,8 @@ def test_an_exact_tie_next_to_an_empty_cluster_follows_the_documented_rule():
     # (everyone else -2), so that cluster takes exactly the tied point. Lloyd gives the point
     # to the lower index and the empty center the global mean.
     X, init = np.array([[0.0], [1.0], [2.0], [10.0]]), np.array([[100.0], [0.0], [2.0]])
-    traj = lloyd_transformer(1, 3, config="all-attention").run(X, init, 1)
+    with pytest.warns(UserWarning, match="layer 1 shares point 1 between centers 1, 2"):
+        traj = lloyd_transformer(1, 3, config="all-attention").run(X, init, 1)
     np.testing.assert_array_equal(traj.assignments[0, 1], [0.0, 0.5, 0.5])
     np.testing.assert_array_equal(traj.centers[1].ravel(), [1.0, 0.0, 6.0])
     np.testing.assert_array_equal(lloyd(X, init, 1).centers[1].ravel(), [3.25, 0.5, 6.0])
@@ -316,7 +317,9 @@ def test_a_point_self_attention_that_cannot_tell_two_points_apart_says_so_before
     # and the third layer resets each with the other's assignment: centers off Lloyd's by 0.82.
     init = np.array([[0.0], [1.0]])
     model = dot_product_lloyd_transformer(1, 2, config="all-attention")
-    with pytest.warns(UserWarning, match=r"squared distance 1e-18 is below 4\.8e-14.*point self-attention"):
+    # and at the third layer, where the reset points meet, it shares a point
+    with pytest.warns(UserWarning, match="layer 3 shares point 0"), \
+            pytest.warns(UserWarning, match=r"squared distance 1e-18 is below 4\.8e-14.*point self-attention"):
         traj = model.run(ISSUE_X, init, 3)
     assert abs(traj.centers[-1, 0, 0] - lloyd(ISSUE_X, init, 3).centers[-1, 0, 0]) > 0.8  # what it warns of
     import warnings

@@ -126,6 +126,9 @@ def test_every_documented_flag_has_a_run(command, tmp_path):
 
 @pytest.mark.slow
 def test_every_run_succeeds(tmp_path, monkeypatch):
+    # train --workers starts a Dask cluster; sweep --figure draws
+    pytest.importorskip("distributed", reason="needs Dask (distributed), of the dask extra: pip install -e '.[dask]'")
+    pytest.importorskip("matplotlib", reason="needs matplotlib, of the plot extra: pip install -e '.[plot]'")
     monkeypatch.setenv("KMT_REF_RESULTS", str(tmp_path / "default-results"))
     calls = []
 

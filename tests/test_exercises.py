@@ -657,7 +657,7 @@ def test_a_double_forked_daemon_does_not_outlive_the_check(tmp_path):
 
 
 def test_wrong_cax_weights_are_told_what_is_wrong_and_proved_for_every_input(tmp_path):
-    pytest.importorskip("sympy")
+    pytest.importorskip("sympy", reason="needs sympy, of the test extra: pip install -e '.[test]'")
     for stem, body, says in (("04_cax_weights", """
         from kmt_ref.tokens import TokenLayout
 
@@ -686,7 +686,7 @@ def test_wrong_cax_weights_are_told_what_is_wrong_and_proved_for_every_input(tmp
 
 
 def test_a_wrong_cac_block_and_a_wrong_ffn_get_their_errors_proved_for_every_input(tmp_path):
-    pytest.importorskip("sympy")
+    pytest.importorskip("sympy", reason="needs sympy, of the test extra: pip install -e '.[test]'")
     (tmp_path / "06_cac_block.py").write_text(textwrap.dedent("""
         from kmt_ref.attention import Block
         from kmt_ref.tokens import TokenLayout

@@ -9,11 +9,13 @@ about 5 px are checked here against ``MIN_TEXT_PX``.
 import json
 import os
 
-import matplotlib
-import matplotlib.collections
-import matplotlib.text
 import numpy as np
 import pytest
+
+pytest.importorskip("matplotlib", reason="needs matplotlib, of the plot extra: pip install -e '.[plot]'")
+import matplotlib  # noqa: E402
+import matplotlib.collections  # noqa: E402
+import matplotlib.text  # noqa: E402
 
 matplotlib.use("Agg")
 

@@ -15,7 +15,8 @@ from kmt_ref.learning.train import load_result
 from kmt_ref.programs import experiments, jobs, runs
 from kmt_ref.programs import paper_sweep as ps
 
-distributed = pytest.importorskip("distributed")
+distributed = pytest.importorskip("distributed",
+                                  reason="needs Dask (distributed), of the dask extra: pip install -e '.[dask]'")
 
 #: A small grid of the authors' sweep: two n, two k, two d, two scales (16 cells, seconds).
 GRID = dict(ps.PAPER_GRID, ns=[100, 278], ks=[5, 10], ds=[1, 3], scales=[1, 7])

@@ -1,8 +1,12 @@
 import numpy as np
-from matplotlib.figure import Figure
+import pytest
 
 from kmt_ref.learning.model import ModelConfig, init_params
-from kmt_ref.plotting.learning import plot_log_objective, plot_weights
+
+pytest.importorskip("matplotlib", reason="needs matplotlib, of the plot extra: pip install -e '.[plot]'")
+from matplotlib.figure import Figure  # noqa: E402
+
+from kmt_ref.plotting.learning import plot_log_objective, plot_weights  # noqa: E402
 
 
 def test_learning_plots_return_figures():

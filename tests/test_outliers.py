@@ -43,6 +43,7 @@ def test_bad_input_raises_value_error():
 
 
 def test_variant_plots_return_figures():
+    pytest.importorskip("matplotlib", reason="needs matplotlib, of the plot extra: pip install -e '.[plot]'")
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 

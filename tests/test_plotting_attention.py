@@ -2,12 +2,15 @@
 
 import numpy as np
 import pytest
-from matplotlib.figure import Figure
 
-import kmt_ref.plotting
 from kmt_ref.attention import softmax
 from kmt_ref.geometry import nearest_center, squared_distances
-from kmt_ref.plotting import attention as plots
+
+pytest.importorskip("matplotlib", reason="needs matplotlib, of the plot extra: pip install -e '.[plot]'")
+from matplotlib.figure import Figure  # noqa: E402
+
+import kmt_ref.plotting  # noqa: E402
+from kmt_ref.plotting import attention as plots  # noqa: E402
 
 CENTERS = np.array([[0.2, 0.2], [0.8, 0.3], [0.5, 0.8]])
 
@@ -71,7 +74,8 @@ def test_temperature_sweep_refuses_non_positive_gamma():
 
 
 def test_importing_the_plotting_package_in_ipython_makes_figures_display_as_png():
-    interactiveshell = pytest.importorskip("IPython.core.interactiveshell")
+    interactiveshell = pytest.importorskip("IPython.core.interactiveshell",
+                                           reason="needs IPython, of the test extra: pip install -e '.[test]'")
     InteractiveShell = interactiveshell.InteractiveShell
     shell = InteractiveShell.instance()
     try:

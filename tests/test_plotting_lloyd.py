@@ -2,10 +2,13 @@
 
 import numpy as np
 import pytest
-from matplotlib.figure import Figure
 
 import kmt_ref
-from kmt_ref.plotting import lloyd as plots
+
+pytest.importorskip("matplotlib", reason="needs matplotlib, of the plot extra: pip install -e '.[plot]'")
+from matplotlib.figure import Figure  # noqa: E402
+
+from kmt_ref.plotting import lloyd as plots  # noqa: E402
 
 
 @pytest.fixture(scope="module")

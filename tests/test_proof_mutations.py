@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-pytest.importorskip("sympy")
+pytest.importorskip("sympy", reason="needs sympy, of the test extra: pip install -e '.[test]'")
 
 from kmt_ref import layer, normalizers, symbolic_formulas  # noqa: E402
 from kmt_ref.dot_product_transformer import dot_product_weights, norm_writing_ffn  # noqa: E402

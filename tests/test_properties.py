@@ -8,12 +8,14 @@ from two nearest centers at some iteration are set aside with ``assume``.
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 from scipy.cluster.vq import kmeans2
 
 from kmt_ref import dot_product_lloyd_transformer, lloyd, lloyd_transformer
 from kmt_ref.geometry import squared_distances
+
+pytest.importorskip("hypothesis", reason="needs hypothesis, of the test extra: pip install -e '.[test]'")
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -159,13 +161,25 @@ def test_lloyd_labels_are_exact_arithmetic_s_even_at_near_ties(problem):
 @SETTINGS
 @given(near_ties(), st.sampled_from(["validated", "paper", "all-attention"]))
 def test_hardmax_constructions_decide_near_ties_exactly_too(problem, config):
+    import warnings
+
     X, C = problem
     # a point exactly tied is split by hardmax; its label, the arg-max, is the lowest tied index
-    traj = lloyd_transformer(X.shape[1], C.shape[0], config=config).run(X, C, 1)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        traj = lloyd_transformer(X.shape[1], C.shape[0], config=config).run(X, C, 1)
     np.testing.assert_array_equal(traj.labels[0], _exact_labels(X, C))
+    # and the run says that it shared a point exactly when exact arithmetic finds a tie
+    told = [str(w.message) for w in said]
+    assert all("shares point" in message for message in told), told
+    tied = any(sorted(d)[0] == sorted(d)[1] for d in _exact_squared_distances(X, C))
+    assert bool(told) == tied, told
 
 
-@pytest.mark.filterwarnings("ignore:.*point self-attention")  # one layer: its SAX resets zeros, harmlessly
+# One layer: its SAX resets zeros, harmlessly; and points made on the bisector share their centers, which the
+# run says (the next test checks what it says).
+@pytest.mark.filterwarnings("ignore:.*point self-attention")
+@pytest.mark.filterwarnings("ignore:.*shares point:UserWarning")
 @SETTINGS
 @given(near_ties(), st.sampled_from(["validated", "all-attention"]))
 def test_theorem_2_2_decides_as_exact_arithmetic_outside_the_rounding_of_its_norms(problem, config):

@@ -4,10 +4,12 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from kmt_ref.real_data import DATASETS, adjusted_rand_index, load_dataset, minmax_scale, to_width
+
+pytest.importorskip("hypothesis", reason="needs hypothesis, of the test extra: pip install -e '.[test]'")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 SHAPES = {"iris": (150, 4, 3), "wine": (178, 13, 3), "breast_cancer": (569, 30, 2), "digits": (1797, 64, 10)}
 

@@ -147,6 +147,7 @@ def test_distance_to_lloyd_is_the_center_deviation_and_vanishes_at_large_beta():
 
 
 def test_soft_and_spherical_figures_are_drawn():
+    pytest.importorskip("matplotlib", reason="needs matplotlib, of the plot extra: pip install -e '.[plot]'")
     from kmt_ref.plotting.soft_spherical import plot_distance_to_lloyd, plot_spherical_clusters
     from kmt_ref.variants.spherical import spherical_kmeans
 

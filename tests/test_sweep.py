@@ -2,12 +2,14 @@
 
 import json
 
-import matplotlib
 import numpy as np
 import pytest
 
 from kmt_ref.__main__ import main
 from kmt_ref.programs.sweep import DEFAULT_PATH, GRID, load_sweep, run_sweep
+
+pytest.importorskip("matplotlib", reason="needs matplotlib, of the plot extra: pip install -e '.[plot]'")
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 

@@ -9,7 +9,7 @@ import pytest
 
 import kmt_ref
 
-sp = pytest.importorskip("sympy")
+sp = pytest.importorskip("sympy", reason="needs sympy, of the test extra: pip install -e '.[test]'")
 symbolic = pytest.importorskip("kmt_ref.symbolic")
 
 CONSTRUCTIONS = [(kmt_ref.lloyd_transformer, c) for c in ("paper", "validated", "all-attention")] + \
@@ -125,6 +125,9 @@ def test_every_variant_s_blocks_are_proved_for_every_input(name, d, k, n):
     assert len(proved) == 3 and all(isinstance(p.latex(), str) for p in proved)
 
 
+# A changed weight can make scores tie (spherical k-means' does): the run says so, and only whether it computes
+# other centers counts here.
+@pytest.mark.filterwarnings("ignore:.*shares point:UserWarning")
 @pytest.mark.parametrize("name", VARIANT_NAMES)
 def test_every_change_of_a_variant_s_weights_that_changes_it_fails_a_lemma(name):
     from kmt_ref.variants import VARIANTS

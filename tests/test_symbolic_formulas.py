@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-sp = pytest.importorskip("sympy")
+sp = pytest.importorskip("sympy", reason="needs sympy, of the test extra: pip install -e '.[test]'")
 F = pytest.importorskip("kmt_ref.symbolic_formulas")
 from kmt_ref.symbolic import SymbolicCheckError  # noqa: E402
 

@@ -4,13 +4,15 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 
 import kmt_ref
 from kmt_ref.geometry import squared_distances
 from kmt_ref.variants import VARIANTS, Variant, register_variant
 from kmt_ref.variants.entmax import entmax_kmeans, entmax_kmeans_transformer
+
+pytest.importorskip("hypothesis", reason="needs hypothesis, of the test extra: pip install -e '.[test]'")
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 CASES = [(n, d, k, seed) for seed, (n, d, k) in enumerate([(60, 2, 3), (90, 3, 5), (40, 5, 2), (120, 2, 6)])]
 
@@ -169,6 +171,10 @@ def _nearest_is_clear(X, C, rel=1e-9):
     return D.shape[1] < 2 or bool(np.all(D[:, 1] - D[:, 0] > rel * max(float(np.ptp(X)), 1.0) ** 2))
 
 
+# Two centers sent to the global mean coincide and share their points: the run says so, and the layers where
+# the nearest center is not clear are left out below.
+@pytest.mark.filterwarnings("ignore:.*shares point:UserWarning")
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(list(VARIANTS)), far_center_problems(), st.integers(0, 5))
 def test_every_step_equals_the_twin_with_far_and_emptied_clusters(name, problem, which):
