@@ -1,6 +1,13 @@
 import pytest
 
-from kmt_ref.plotting.tables import Table
+pytest.importorskip("matplotlib", reason="needs matplotlib, of the plot extra: pip install -e '.[plot]'")
+from kmt_ref.plotting.tables import Table  # noqa: E402
+
+
+def test_a_cell_that_rounds_to_zero_shows_no_minus():
+    table = Table(["gap"], [[f"{-1e-9:+.3f}"], [f"{-1e-9:.2f}"], [f"{-2e-3:.3f}"], ["normal -0.000; cauchy +0.073"]])
+    assert [row[0] for row in table.rows] == ["0.000", "0.00", "-0.002", "normal  0.000; cauchy +0.073"]
+    assert "\u2011" not in table._repr_markdown_().split("\n")[2]  # no minus left to make non-breaking
 
 
 def test_table_renders_markdown_and_text():

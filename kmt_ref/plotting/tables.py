@@ -6,6 +6,8 @@ book) and prints as aligned text elsewhere.
 
 import re
 
+from .._text import unsigned_zeros
+
 __all__ = ["Table"]
 
 
@@ -28,12 +30,13 @@ class Table:
         Column titles.
     rows : sequence of sequence
         One sequence per row, as many cells as ``header``; each cell is shown
-        with ``str``.
+        with ``str``, a number that rounds to zero without its minus (``0.000``,
+        not ``-0.000``).
     """
 
     def __init__(self, header, rows):
         self.header = [str(h) for h in header]
-        self.rows = [[str(c) for c in row] for row in rows]
+        self.rows = [[unsigned_zeros(str(c)) for c in row] for row in rows]
         bad = [i for i, row in enumerate(self.rows) if len(row) != len(self.header)]
         if bad:
             raise ValueError(f"rows={bad[:5]} have not len(header)={len(self.header)} cells")

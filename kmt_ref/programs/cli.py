@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 
+from .._text import unsigned_zeros
 from .._validation import check_writable
 from ..engine import Engine
 from ..learning import protocols
@@ -87,13 +88,13 @@ def _catch_signals():
 
 
 def report_text(name, result):
-    """A report as plain text: what was run, at which scale, and the numbers."""
+    """A report as plain text: what was run, at which scale, and the numbers (none of them -0.000)."""
     experiment = EXPERIMENTS[name]
     lines = [f"{name}: {experiment.describe()}",
              f"scale {result['scale']!r}" + (f", seeds {result['seeds']}" if result.get("seeds") is not None else "")
              + ", "
              f"{'PARTIAL (some models unfinished)' if result.get('partial') else 'all models finished'}"]
-    return "\n".join(lines + experiment.report(result))
+    return unsigned_zeros("\n".join(lines + experiment.report(result)))
 
 
 def reproduce(name, argv=()):
@@ -194,6 +195,9 @@ def train_command(argv=()):
                         help="multiply the initial parameters by 1 + PERTURB * 2^-52 (default 0: as drawn), a "
                         "rerun that differs by rounding only")
     _cluster_options(parser, "train")
+    if not argv:  # a bare `train` is a question, not a request: it would write the default model's record
+        parser.print_usage(sys.stderr)
+        parser.error("say what to train: a scale (--quick for the default model), --seed, --tokens, ...")
     args = parser.parse_args(list(argv))
     scale = args.scale or "quick"
     overrides = {key: getattr(args, flag) for key, flag in

@@ -82,7 +82,7 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("learning", "paper Fig. 4a", "the learned layer (tokens [x | y]) against Lloyd over 20 steps",
                run=experiments.learning, report=reports.learning, reader=_headline),
     Experiment("eval-dropout", "", "the learned layer of Fig. 4a evaluated with the authors' attention dropout "
-               "(p = 0.01) on", run=experiments.eval_dropout, report=reports.eval_dropout),
+               "active (p = 0.01)", run=experiments.eval_dropout, report=reports.eval_dropout),
     Experiment("ablation", "paper Fig. 4b", "the same with tokens [x] only",
                run=experiments.ablation, report=reports.ablation),
     Experiment("generalization", "paper Fig. 4d", "the layer trained at n = 512 applied to other n",
