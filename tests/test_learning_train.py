@@ -321,7 +321,7 @@ def test_two_runs_on_one_checkpoint_path_the_second_is_refused(tmp_path):
 
 
 def test_no_checkpoint_is_written_through_a_link_into_the_committed_results(tmp_path):
-    from kmt_ref._validation import COMMITTED_RESULTS
+    from kmt_ref._paths import COMMITTED_RESULTS
 
     os.symlink(os.path.join(COMMITTED_RESULTS, "learning"), tmp_path / "learning")
     with pytest.raises(ValueError, match="committed results"):

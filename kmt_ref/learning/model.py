@@ -20,7 +20,7 @@ lambda I + nu 1 1^T]]`` over the ``(x, y)`` blocks (``A`` of shape ``(d, d)``,
 commutes with every permutation of the ids, and ``d^2 + 2d + 2`` numbers per
 matrix, ``d + 1`` per bias, describe it at every ``k``. The Equation 5
 matrices are projectors ``P_x``, ``+-P_y`` (``A = I`` or ``lambda = +-1``, the rest
-0), so the construction is a member (:func:`tie` of it succeeds; tested). The
+0), so the construction is a member (:func:`~kmt_ref.learning.sharing.tie` of it succeeds; tested). The
 score factor of a tied model is ``1 / sqrt(d)``, which does not depend on
 ``k`` either.
 
@@ -70,8 +70,6 @@ __all__ = [
     "ModelConfig",
     "init_params",
     "unflatten",
-    "tie",
-    "id_structure",
     "blocks_from_params",
     "forward",
     "run_steps",
@@ -229,90 +227,6 @@ def unflatten(theta, config):
     return out
 
 
-def tie(theta, config, nearest=False):
-    """The tied parameters of a ``[x | y]`` model whose maps already act alike on every id.
-
-    Parameters
-    ----------
-    theta : ndarray, shape (config.n_params,)
-        Parameters of an untied model (``config.tied`` False, tokens ``"d+k"``).
-    config : ModelConfig
-    nearest : bool
-        Instead of requiring the tied form, return the nearest tied model in
-        the least-squares sense, matrix by matrix: ``A`` kept, ``v`` the mean
-        column and ``u`` the mean row of the mixed blocks, ``lambda + nu`` the
-        mean diagonal and ``nu`` the mean off-diagonal entry of the id block.
-
-    Returns
-    -------
-    phi : ndarray, shape (tied.n_params,)
-    tied : ModelConfig
-        ``config`` with ``tied=True``; ``unflatten(phi, tied)`` gives back
-        the matrices of ``theta`` exactly (unless ``nearest``), up to the score
-        factor (``Wq``, ``Wk``, ``bq``, ``bk`` are rescaled from ``1/sqrt(d + k)``
-        to ``1/sqrt(d)``).
-
-    Raises
-    ------
-    ValueError
-        If some matrix is not of the tied form and ``nearest`` is False (naming
-        the block and weight).
-    """
-    if config.k_free or config.tokens != "d+k":
-        raise ValueError(f"tie needs an untied 'd+k' model; got config={config}")
-    nearest = check_bool(nearest, "nearest")
-    tied = dataclasses.replace(config, tied=True)
-    d, k, s = config.d, config.k, np.sqrt(config.gamma / tied.gamma)
-    off = ~np.eye(k, dtype=bool)
-    pieces = []
-    for bname, params in unflatten(np.asarray(theta, dtype=np.float64), config).items():
-        for wname in WEIGHT_NAMES:
-            M = params[wname] * (s if wname in ("Wq", "Wk", "bq", "bk") else 1.0)
-            if wname.startswith("W"):
-                Y = M[d:, d:]
-                if nearest:
-                    nu = float(np.mean(Y[off])) if k > 1 else 0.0
-                    lam = float(np.mean(np.diag(Y))) - nu
-                    piece = np.concatenate([M[:d, :d].ravel(), M[d:, :d].mean(axis=0), M[:d, d:].mean(axis=1),
-                                            [lam, nu]])
-                else:
-                    nu = Y[1, 0] if k > 1 else 0.0
-                    piece = np.concatenate([M[:d, :d].ravel(), M[d, :d], M[:d, d], [Y[0, 0] - nu, nu]])
-            else:
-                piece = np.concatenate([M[:d], [np.mean(M[d:]) if nearest else M[d]]])
-            if not nearest and not np.array_equal(_untie(piece, d, k), M):
-                raise ValueError(f"{bname}.{wname} does not act alike on every cluster id: not of the tied form")
-            pieces.append(piece)
-    return np.concatenate(pieces), tied
-
-
-def id_structure(theta, config):
-    """How far each map of an untied ``[x | y]`` model is from acting alike on every id.
-
-    Returns
-    -------
-    dict
-        ``{"CAX.Wq": fraction, ...}``: the share of the squared norm of the
-        matrix's id-touching entries (every entry outside the ``(x, x)``
-        block) that the nearest tied matrix (``tie(..., nearest=True)``)
-        keeps; 1 for a tied matrix (and for one without such entries).
-    """
-    phi, tied = tie(theta, config, nearest=True)
-    d = config.d
-    ours, near = unflatten(np.asarray(theta, dtype=np.float64), config), unflatten(phi, tied)
-    s = np.sqrt(config.gamma / tied.gamma)
-    out = {}
-    for bname in BLOCK_NAMES:
-        for wname in ("Wq", "Wk", "Wv"):
-            M = ours[bname][wname] * (s if wname != "Wv" else 1.0)
-            mask = np.ones(M.shape, dtype=bool)
-            mask[:d, :d] = False
-            total = float(np.sum(M[mask] ** 2))
-            lost = float(np.sum((M - near[bname][wname])[mask] ** 2))
-            out[f"{bname}.{wname}"] = 1.0 if total == 0 else 1.0 - lost / total
-    return out
-
-
 def blocks_from_params(theta, config, dropout=0.0):
     """The four :class:`~kmt_ref.attention.Block` objects of the model (Euclidean softmax).
 
@@ -433,7 +347,7 @@ def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32, dropout=
     return centers
 
 
-def params_from_transformer(model, tied=False):
+def params_from_transformer(model):
     """``theta`` and ``ModelConfig`` of a hand-built Euclidean softmax model.
 
     The learned model fixes ``gamma = 1/sqrt(D)``; a hand-built block with
@@ -446,17 +360,14 @@ def params_from_transformer(model, tied=False):
     model : KMeansTransformer
         Every block Euclidean softmax (e.g. ``lloyd_transformer(d, k, gamma,
         config="all-attention")`` with finite ``gamma``), no FFN, token layout
-        ``("x", "y")`` or ``("x",)``.
-    tied : bool
-        Return the parameters of the tied model (:func:`tie`; a
-        ``ValueError`` if some map does not act alike on every id).
+        ``("x", "y")`` or ``("x",)``. The tied model's pieces:
+        ``tie(*params_from_transformer(model))`` (:func:`~kmt_ref.learning.sharing.tie`).
 
     Returns
     -------
     theta : ndarray, shape (n_params,)
     config : ModelConfig
     """
-    tied = check_bool(tied, "tied")
     check_instance(model, "model", KMeansTransformer)
     tokens = {v: key for key, v in TOKENS.items()}.get(model.layout.blocks)
     if tokens is None or model.ffn is not None:
@@ -478,7 +389,7 @@ def params_from_transformer(model, tied=False):
             b = getattr(block, wname)
             mats[wname] = np.zeros(D) if b is None else (s if wname != "bv" else 1.0) * b
         parts += [np.ravel(mats[w]) for w in WEIGHT_NAMES]
-    return tie(np.concatenate(parts), config) if tied else (np.concatenate(parts), config)
+    return np.concatenate(parts), config
 
 
 def to_transformer(theta, config, name="learned k-means transformer", dropout=0.0):

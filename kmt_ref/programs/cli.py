@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 
-from .._validation import check_writable
+from .._paths import check_writable
 from ..engine import Engine
 from ..learning import protocols
 from ..learning.config import MAX_PERTURB

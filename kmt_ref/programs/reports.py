@@ -9,8 +9,8 @@ import numpy as np
 
 from ..learning.protocols import PAPER_LEARNING
 
-__all__ = ["learning", "precision", "tied", "relabelled", "symmetries", "symmetric", "eval_dropout", "ablation",
-           "shifted", "training_curves",
+__all__ = ["learning", "precision", "tied", "relabelled", "symmetries", "symmetric", "full_group", "eval_dropout",
+           "ablation", "shifted", "training_curves",
            "any_k", "multi_step", "real_data", "weights", "dissection", "chaos"]
 
 
@@ -340,10 +340,20 @@ def _median_or_dash(values, fmt=".3f"):
 
 
 def symmetric(result):
+    return _against_targets(result, f"the closed forms against the standard layer, its label-averaged version "
+                            f"({result['relabellings']} relabellings of the starts' ids) and the tied layer")
+
+
+def full_group(result):
+    return _against_targets(result, f"the closed forms against the standard and the tied layer averaged over "
+                            f"{result['averaged']} draws of every symmetry of the task law (ids, coordinate "
+                            "permutations, reflections x -> 1 - x)")
+
+
+def _against_targets(result, what):
     from .interpret import DESCRIBES, FLOOR_MARGIN, symmetric_summary
 
-    lines = [f"the closed forms against the standard layer, its label-averaged version ({result['relabellings']} "
-             f"relabellings of the starts' ids) and the tied layer, on {result['n_tasks']} held-out tasks per seed: "
+    lines = [f"{what}, on {result['n_tasks']} held-out tasks per seed: "
              "F1, one step's distance from the target's over its move (median over tasks); final r, the correlation "
              f"over tasks of the log objective after {result['n_eval_steps']} steps with the target's, and partial r "
              "the same given Lloyd's; F2, the gain correlation; each median [min, max] over seeds:"]
