@@ -439,3 +439,17 @@ def test_a_group_averaged_step_is_the_step_of_a_layer_that_has_the_symmetries():
     np.testing.assert_allclose(group_averaged_step(theta, config, elements)(X, C), own, rtol=0, atol=1e-12)
     moved = group_averaged_step(theta, config, elements[:1])(X, C)
     np.testing.assert_allclose(moved, own, rtol=0, atol=1e-12)
+
+
+def test_the_symmetric_layer_is_evaluated_beside_the_others_and_moves_by_rounding_under_the_group(tiny):
+    from kmt_ref.programs import reports
+
+    registry.run_experiment("learning", "quick", tiny, progress=False)  # the standard layers of the same seeds
+    out = registry.run_experiment("symmetric-layer", "quick", tiny, progress=False)
+    assert out["seeds"] == out["standard_seeds"] == [0, 1] and out["tied_seeds"] == []
+    assert all(np.isfinite(v) for v in out["symmetric_final"] + out["lloyd_final"] + out["standard_final"])
+    assert max(out["group_change_worst"]) < 1e-12  # equivariant by construction, to rounding
+    assert set(out["scalars"][0]) == {"CAX", "SAX", "CAC", "SAC"}
+    assert set(out["scalars"][0]["CAC"]["v"]) == {"alpha", "lambda", "nu", "kappa"}
+    text = "\n".join(reports.symmetric_layer(out))
+    assert "tied not trained" in text and "CAX: q " in text

@@ -25,17 +25,18 @@ score factor of a tied model is ``1 / sqrt(d)``, which does not depend on
 ``k`` either.
 
 **Symmetric** (``symmetric=True``, tokens ``[x | y]``): a model with every
-symmetry of the task law, by construction. Besides the ids, its maps treat
-the coordinates alike and commute with the reflection ``x -> 1 - x`` of the
-unit cube the tasks live in: each matrix is ``[[alpha I + beta 1 1^T, 0],
-[0, lambda I + nu 1 1^T]]`` and each bias ``[-(alpha + beta d) / 2 1 | kappa
-1]`` (the ``x`` part is fixed by its matrix: in the coordinates ``x - 1/2``
-every block then maps the ``x`` block oddly, so the layer commutes with
-``x - 1/2 -> -(x - 1/2)``; a map from ``x`` to the ids, or from the ids to
-``x``, would not, and is 0). Five scalars a map, 60 in all, at every ``d``
-and ``k``. The Equation 5 construction is a member: its ``-P_x`` reset's bias
-``+1/2`` cancels its ``P_x`` update's ``-1/2``, and the query and key biases
-cancel in every score. The score factor is ``1 / sqrt(d)``, as when tied.
+symmetry of the task law, by construction. The law draws its tasks in the unit
+cube and treats ids, coordinates and each coordinate's two ends alike, so its
+symmetries are the relabellings of the ids, the permutations of the coordinates
+and the reflections ``x_l -> 1 - x_l`` of any of them. A map commutes with all
+of these only if it is ``[[alpha I, 0], [0, lambda I + nu 1 1^T]]`` with the
+bias ``[-alpha / 2 1 | kappa 1]``: in the coordinates ``x - 1/2`` a reflection
+flips signs, so the ``x`` block must be odd (no bias, no map from or to the
+ids) and commute with every signed permutation (no ``beta 1 1^T``). Four
+scalars a map, 48 in all, at every ``d`` and ``k``. The Equation 5
+construction is a member: its ``-P_x`` reset's bias ``+1/2`` cancels its
+``P_x`` update's ``-1/2``, and the query and key biases cancel in every score.
+The score factor is ``1 / sqrt(d)``, as when tied.
 
 The forward pass *is* :func:`kmt_ref.layer.transformer_layer` with blocks
 built from ``theta`` -- no second layer implementation -- batched over tasks
@@ -97,9 +98,9 @@ class ModelConfig:
         Tie the maps of the id coordinates (tokens ``"d+k"`` only; see the
         module docstring): the parameters do not depend on ``k``.
     symmetric : bool
-        Tie the coordinate maps too, and make every block commute with the
-        reflection ``x -> 1 - x`` (tokens ``"d+k"``, not with ``tied``; see
-        the module docstring): five scalars a map.
+        Every symmetry of the task law (ids, coordinate permutations,
+        reflections ``x_l -> 1 - x_l``; tokens ``"d+k"``, not with ``tied``;
+        see the module docstring): four scalars a map.
     """
 
     d: int
@@ -155,8 +156,8 @@ class ModelConfig:
 
 def _shapes(config):
     """Shape of each parameter of one block; for a tied or symmetric model, the sizes of its flat pieces."""
-    if config.symmetric:  # (alpha, beta, lambda, nu) a matrix, kappa a bias
-        return {w: (4,) if w.startswith("W") else (1,) for w in WEIGHT_NAMES}
+    if config.symmetric:  # (alpha, lambda, nu) a matrix, kappa a bias
+        return {w: (3,) if w.startswith("W") else (1,) for w in WEIGHT_NAMES}
     if config.tied:
         d = config.d
         return {w: (d * d + 2 * d + 2,) if w.startswith("W") else (d + 1,) for w in WEIGHT_NAMES}
@@ -178,13 +179,13 @@ def _untie(piece, d, k):
 
 
 def _tied_of_symmetric(piece, matrix_piece, d):
-    """The tied piece of a symmetric one: ``A = alpha I + beta 1 1^T``, ``u = v = 0``; a bias's ``x`` part
-    ``-(alpha + beta d) / 2`` from its matrix's piece ``(alpha, beta, lambda, nu)``."""
-    alpha, beta = matrix_piece[0], matrix_piece[1]
+    """The tied piece of a symmetric one: ``A = alpha I``, ``u = v = 0``; a bias's ``x`` part ``-alpha / 2`` from
+    its matrix's piece ``(alpha, lambda, nu)``."""
+    alpha = matrix_piece[0]
     if piece.shape[0] == 1:
-        return anp.concatenate([-(alpha + beta * d) / 2 * np.ones(d, piece.dtype), piece])
-    A = alpha * np.eye(d, dtype=piece.dtype) + beta * np.ones((d, d), piece.dtype)
-    return anp.concatenate([anp.reshape(A, (d * d,)), np.zeros(2 * d, piece.dtype), piece[2:]])
+        return anp.concatenate([-alpha / 2 * np.ones(d, piece.dtype), piece])
+    return anp.concatenate([anp.reshape(alpha * np.eye(d, dtype=piece.dtype), (d * d,)), np.zeros(2 * d, piece.dtype),
+                            piece[1:]])
 
 
 def init_params(config, rng):

@@ -14,7 +14,7 @@ from .._validation import check_bool
 from ..layer import BLOCK_NAMES
 from .model import WEIGHT_NAMES, _untie, unflatten
 
-__all__ = ["tie", "id_structure"]
+__all__ = ["tie", "id_structure", "SYMMETRIC_SCALARS", "symmetric_scalars"]
 
 
 def tie(theta, config, nearest=False):
@@ -98,4 +98,28 @@ def id_structure(theta, config):
             total = float(np.sum(M[mask] ** 2))
             lost = float(np.sum((M - near[bname][wname])[mask] ** 2))
             out[f"{bname}.{wname}"] = 1.0 if total == 0 else 1.0 - lost / total
+    return out
+
+
+#: The scalars of a symmetric model's map, in their order inside its piece of ``theta`` (a matrix's three, then
+#: its bias's one).
+SYMMETRIC_SCALARS = ("alpha", "lambda", "nu", "kappa")
+
+
+def symmetric_scalars(theta, config):
+    """A symmetric model's 48 numbers by name: ``{block: {"q" | "k" | "v": {"alpha", "lambda", "nu", "kappa"}}}``.
+    Map ``q`` of a block is ``x - 1/2 -> alpha (x - 1/2)`` on the coordinates and ``y -> lambda y + nu (1^T y) 1 +
+    kappa 1`` on the ids (:class:`~kmt_ref.learning.model.ModelConfig`)."""
+    if not config.symmetric:
+        raise ValueError(f"symmetric_scalars reads a symmetric model; got config={config}")
+    theta = np.asarray(theta, dtype=np.float64)
+    if theta.shape != (config.n_params,):
+        raise ValueError(f"theta must have shape ({config.n_params},) for {config}; got theta.shape={theta.shape}")
+    out, start = {}, 0
+    for bname in BLOCK_NAMES:
+        block = theta[start : start + 12]
+        start += 12
+        out[bname] = {m: dict(zip(SYMMETRIC_SCALARS, [*map(float, block[3 * i : 3 * i + 3]), float(block[9 + i])],
+                                  strict=True))
+                      for i, m in enumerate("qkv")}
     return out
