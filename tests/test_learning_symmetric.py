@@ -61,3 +61,17 @@ def test_the_construction_is_a_symmetric_layer():
                                rtol=0, atol=1e-12)
     named = symmetric_scalars(theta, config)
     assert named["CAC"]["v"]["alpha"] == 1.0 and named["SAC"]["v"]["alpha"] == -1.0
+
+
+def test_the_step_written_out_in_its_scalars_is_the_layer_s_step():
+    # symmetric_step is the layer's algorithm in 48 scalars (four softmaxes and three means); the library runs
+    # the tokens through transformer_layer. Random scalars, far from 0, and a second size.
+    from kmt_ref.learning.sharing import symmetric_step
+
+    for d, k, seed in ((3, 4, 1), (5, 2, 6)):
+        config = ModelConfig(d, k, symmetric=True)
+        theta = 3 * init_params(config, np.random.default_rng(seed))
+        X, init = sample_tasks(np.random.default_rng(seed + 1), 4, 30, d, k)
+        step = run_steps(theta, X, init, config, 1)[1]
+        assert np.max(np.abs(step - init)) > 0.05
+        np.testing.assert_allclose(symmetric_step(theta, config, X, init), step, rtol=0, atol=1e-13)

@@ -14,7 +14,7 @@ from .._validation import check_bool
 from ..layer import BLOCK_NAMES
 from .model import WEIGHT_NAMES, _untie, unflatten
 
-__all__ = ["tie", "id_structure", "SYMMETRIC_SCALARS", "symmetric_scalars"]
+__all__ = ["tie", "id_structure", "SYMMETRIC_SCALARS", "symmetric_scalars", "symmetric_step"]
 
 
 def tie(theta, config, nearest=False):
@@ -123,3 +123,51 @@ def symmetric_scalars(theta, config):
                                   strict=True))
                       for i, m in enumerate("qkv")}
     return out
+
+
+def _softmax_rows(logits):
+    shifted = logits - np.max(logits, axis=-1, keepdims=True)
+    w = np.exp(shifted)
+    return w / np.sum(w, axis=-1, keepdims=True)
+
+
+def symmetric_step(theta, config, X, C):
+    """One step of a symmetric layer written out in its scalars: the new centers ``(B, k, d)``.
+
+    In the coordinates ``x~ = x - 1/2``, with ``g = 1 / sqrt(d)`` and each block's ``q, k, v`` scalars
+    (:func:`symmetric_scalars`; the score of a query for a key is ``-g ||q - k||^2``, and a term that is the
+    same for every key of a query drops out of its softmax):
+
+    * CAX: point ``i`` weighs center ``j`` by ``w_ij = softmax_j(-g ||a_q x~_i - a_k c~_j||^2)`` (the ids of the
+      centers score alike: every center has one) and moves by ``a_v sum_j w_ij c~_j``; its ids become
+      ``l_v w_i`` plus a constant;
+    * SAX: point ``i`` weighs point ``m`` by ``softmax_m(-g ||a_q x~_i - a_k x~_m||^2)`` and moves by ``a_v`` times
+      their mean;
+    * CAC: center ``j`` weighs point ``i`` by ``softmax_i(g (2 l_q l_k l_v w_ij - (l_k l_v)^2 ||w_i||^2 - ||a_q
+      c~_j - a_k x~'_i||^2))`` (``l_v`` is CAX's) and moves by ``a_v`` times that mean of the moved points;
+    * SAC: center ``j`` weighs center ``m`` by ``softmax_m(g (2 l_q l_k [j = m] - ||a_q c~_j - a_k c~_m||^2))``
+      and moves by ``a_v`` times that mean of the old centers.
+
+    Lloyd's step is the limit ``g -> inf`` of CAX and CAC, with CAC's ``a_v = 1`` and SAC's ``a_v = -1`` on
+    itself alone. The centers are ``x~ + 1/2``; tested equal to
+    :func:`~kmt_ref.learning.model.run_steps` to rounding.
+    """
+    s = symmetric_scalars(theta, config)
+    g = config.gamma
+    Xc, Cc = np.asarray(X, dtype=np.float64) - 0.5, np.asarray(C, dtype=np.float64) - 0.5
+
+    def sq(A, B):  # (B, m, r) squared distances, directly
+        return np.sum((A[..., :, None, :] - B[..., None, :, :]) ** 2, axis=-1)
+
+    cax, sax, cac, sac = (s[b] for b in ("CAX", "SAX", "CAC", "SAC"))
+    w = _softmax_rows(-g * sq(cax["q"]["alpha"] * Xc, cax["k"]["alpha"] * Cc))
+    u = _softmax_rows(-g * sq(sax["q"]["alpha"] * Xc, sax["k"]["alpha"] * Xc))
+    moved = Xc + cax["v"]["alpha"] * w @ Cc + sax["v"]["alpha"] * u @ Xc
+    lq, lk, lv = cac["q"]["lambda"], cac["k"]["lambda"], cax["v"]["lambda"]
+    logits = g * (2 * lq * lk * lv * np.swapaxes(w, -1, -2) - (lk * lv) ** 2 * np.sum(w * w, axis=-1)[..., None, :]
+                  - sq(cac["q"]["alpha"] * Cc, cac["k"]["alpha"] * moved))
+    a = _softmax_rows(logits)
+    k = Cc.shape[-2]
+    b = _softmax_rows(g * (2 * sac["q"]["lambda"] * sac["k"]["lambda"] * np.eye(k)
+                           - sq(sac["q"]["alpha"] * Cc, sac["k"]["alpha"] * Cc)))
+    return Cc + cac["v"]["alpha"] * a @ moved + sac["v"]["alpha"] * b @ Cc + 0.5

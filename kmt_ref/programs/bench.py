@@ -27,7 +27,7 @@ from ._results import COMMITTED_DIR
 
 __all__ = ["run_bench", "format_bench", "median_time", "median_times", "peak_memory", "layer_breakdown", "GRID",
            "QUICK_GRID", "ENGINE_MODELS", "ENGINE_GRID", "run_grid", "grid_verdicts", "grid_record", "format_grid",
-           "committed_grid", "COMMITTED_GRID"]
+           "committed_grid", "COMMITTED_GRID", "COMMITTED_ENGINES"]
 
 #: Targets, as ratios to an anchor measured in the same run.
 TARGETS = {"transformer / lloyd": 3.0, "lloyd / kmeans2": 1.5, "training step, 2 threads / 1 thread": 1 / 1.6}
@@ -205,11 +205,14 @@ ENGINE_GRID = {"n": (10_000, 100_000), "k": (4, 16, 64), "d": (2, 16)}
 MEMORY_POINT = (1_000_000, 16, 64)
 #: The grid as measured for the book and the README (``bench --grid --out``, then copied here).
 COMMITTED_GRID = os.path.join(COMMITTED_DIR, "bench", "grid.json")
+#: The engines side by side as measured for the book and the README (``bench --grid --engines --out``).
+COMMITTED_ENGINES = os.path.join(COMMITTED_DIR, "bench", "engines.json")
 
 
-def committed_grid():
-    """The committed grid: what :func:`grid_record` wrote (the machine, the rows and the verdicts)."""
-    with open(COMMITTED_GRID) as f:
+def committed_grid(path=COMMITTED_GRID):
+    """A committed grid (default the models' grid; :data:`COMMITTED_ENGINES`: the engines'): what
+    :func:`grid_record` wrote (the machine, the rows and the verdicts)."""
+    with open(path) as f:
         return json.load(f)
 
 
