@@ -114,6 +114,8 @@ def _main(argv=None):
             print("\n" + summary_line(results))
         return 0 if all(r.ok for rows in results.values() for r in rows) else 1
     if args.command == "bench":
+        if args.engines and not args.grid:
+            parser.error("--engines is a grid of its own: add --grid")
         if args.out is not None:
             from ._paths import check_writable
 
@@ -130,8 +132,6 @@ def _main(argv=None):
         from .programs import bench
 
         print(f"BLAS threads: {args.threads}")
-        if args.engines and not args.grid:
-            parser.error("--engines is a grid of its own: add --grid")
         if args.grid:
             grid = bench.QUICK_GRID if args.quick else bench.ENGINE_GRID if args.engines else bench.GRID
             rows = bench.run_grid(grid, repeats=args.repeats, models=bench.ENGINE_MODELS if args.engines else None)

@@ -118,3 +118,22 @@ def test_a_labels_run_wrong_by_one_part_in_a_million_fails_only_verify_s_labels_
     labels_title = next(t for t, s in verify.SECTIONS.items() if s is verify.labels_rows)
     assert {t for t, rows in failing.items() if rows} == {labels_title}
     assert len(failing[labels_title]) == len(verify.labels_rows(quick=True))  # every labels row
+
+
+def test_bench_sets_the_engines_side_by_side_and_names_the_labels_run_in_its_grid():
+    from kmt_ref.engine import LABELS
+    from kmt_ref.programs import bench
+
+    assert all(engine is LABELS for name, (_, gamma, engine) in bench.GRID_MODELS.items() if np.isinf(gamma))
+    assert {engine for _, _, engine in bench.ENGINE_MODELS.values()} == {None, LABELS}
+    rows = bench.run_grid({"n": (300,), "k": (3,), "d": (2,)}, n_iter=2, models=bench.ENGINE_MODELS)
+    assert set(rows[0]["ratios"]) >= {"2.1 blocks", "2.1 labels run", "2.2 blocks", "2.2 labels run"}
+    assert all(v["target"] is None for v in bench.grid_verdicts(rows) if "scikit" not in v["name"])
+
+
+def test_bench_engines_needs_the_grid(capsys):
+    from kmt_ref.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "--engines", "--quick"])
+    assert stop.value.code == 2 and "--engines is a grid of its own" in capsys.readouterr().err
