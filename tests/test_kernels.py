@@ -612,7 +612,7 @@ def test_fixed_order_scores_are_the_sums_in_order_whatever_the_chunks(score, mon
         assert whole[b, a, c] == total
     np.testing.assert_array_equal(whole[:, 3], whole[:, 0])
     np.testing.assert_allclose(whole, products.SCORES[score](A, B), rtol=1e-12, atol=1e-6)
-    monkeypatch.setattr(attention, "FIXED_ORDER_ELEMENTS", 4)  # one query row at a time
+    monkeypatch.setattr(products, "FIXED_ORDER_ELEMENTS", 4)  # one query row at a time
     np.testing.assert_array_equal(products.fixed_order_scores(score, A, B), whole)
 
 

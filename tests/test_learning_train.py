@@ -299,12 +299,12 @@ def test_a_read_only_folder_is_found_before_step_one(tmp_path):
 
 
 def test_the_probe_refuses_an_unwritable_folder_whoever_runs(tmp_path, monkeypatch):
-    import kmt_ref._validation as validation
+    import kmt_ref._paths as paths
 
     def refused(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(validation.tempfile, "TemporaryFile", refused)
+    monkeypatch.setattr(paths.tempfile, "TemporaryFile", refused)
     steps = []
     with pytest.raises(ValueError, match="cannot be written to"):
         train(CONFIG, checkpoint=str(tmp_path / "run.npz"), progress=False, on_step=steps.append)
