@@ -72,6 +72,9 @@ def _main(argv=None):
                    "k in 4, 16, 64, 256, d in 2, 16, 64, and lloyd over scikit-learn's Lloyd when it is installed "
                    "(3 iterations; at n = 1e6, d = 64, k = 256 one token matrix alone is 2.4 GB; with --quick a "
                    "small grid)")
+    p.add_argument("--engines", action="store_true",
+                   help="with --grid: instead, the engines side by side at gamma = inf (the blocks on tokens, "
+                   "the default, and the labels run) at n in 1e4, 1e5, k in 4, 16, 64, d in 2, 16")
     p.add_argument("--out", metavar="FILE", help="with --grid: also write its rows and verdicts as JSON to FILE, "
                    "a new file (an existing one is refused, before any measurement)")
     p.add_argument(
@@ -121,8 +124,10 @@ def _main(argv=None):
             print("\n" + summary_line(results))
         return 0 if all(r.ok for rows in results.values() for r in rows) else 1
     if args.command == "bench":
+        if args.engines and not args.grid:
+            parser.error("--engines is a grid of its own: add --grid")
         if args.out is not None:
-            from ._validation import check_writable
+            from ._paths import check_writable
 
             if not args.grid or os.path.exists(args.out):
                 parser.error(f"--out writes the grid (with --grid) to a new file; got --out={args.out!r}"
@@ -134,17 +139,18 @@ def _main(argv=None):
         code = _rerun_with_blas_threads(argv, args.threads)
         if code is not None:
             return code
-        from .programs.bench import GRID, QUICK_GRID, format_bench, format_grid, grid_record, run_bench, run_grid
+        from .programs import bench
 
         print(f"BLAS threads: {args.threads}")
         if args.grid:
-            rows = run_grid(QUICK_GRID if args.quick else GRID, repeats=args.repeats)
-            print(format_grid(rows))
+            grid = bench.QUICK_GRID if args.quick else bench.ENGINE_GRID if args.engines else bench.GRID
+            rows = bench.run_grid(grid, repeats=args.repeats, models=bench.ENGINE_MODELS if args.engines else None)
+            print(bench.format_grid(rows))
             if args.out is not None:
                 with open(args.out, "x") as f:
-                    json.dump(grid_record(rows, args.threads, args.repeats), f, indent=1)
+                    json.dump(bench.grid_record(rows, args.threads, args.repeats), f, indent=1)
         else:
-            print(format_bench(run_bench(repeats=args.repeats, quick=args.quick)))
+            print(bench.format_bench(bench.run_bench(repeats=args.repeats, quick=args.quick)))
         return 0
     if args.command == "reproduce":
         experiment = EXPERIMENTS[args.experiment]

@@ -11,12 +11,8 @@ them to row tokens as ``Z @ W.T``. Everything here is written with
 constructions and the learned model, and accepts leading batch axes
 (``(..., m, D)``) for batches of tasks.
 
-Scores (``gamma`` is applied by :func:`attend`, not here):
-
-``"euclidean"``
-    ``-||Wq z_a - Wk z_b||^2``
-``"dot"``
-    ``(Wq z_a) . (Wk z_b)``
+Scores (``gamma`` is applied by :func:`attend`; :mod:`kmt_ref.products`):
+``"euclidean"``, ``-||Wq z_a - Wk z_b||^2``, and ``"dot"``, ``(Wq z_a) . (Wk z_b)``.
 
 Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
 
@@ -26,9 +22,9 @@ Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
     the ``gamma -> inf`` limit: uniform weight on the arg-max set ("averaging
     hard attention"). ``gamma`` is irrelevant. With the Euclidean score the
     arg-max set is the set of nearest keys as exact arithmetic decides
-    (:func:`euclidean_hardmax_average`), in both engines; with the dot score
+    (:func:`~kmt_ref.normalizers.euclidean_hardmax_average`), in both engines; with the dot score
     it is the arg-max set of the float scores summed in one fixed order
-    (:func:`fixed_order_scores`: the same on every CPU and in both engines;
+    (:func:`~kmt_ref.products.fixed_order_scores`: the same on every CPU and in both engines;
     no exact distance exists to decide by, since the Theorem 2.2 tokens carry
     rounded squared norms).
 ``"linear"``
@@ -42,10 +38,11 @@ Normalizers (row-wise over keys; see :data:`NORMALIZERS`):
     softmax, then attention dropout (parameter ``p`` via ``Block.params``;
     needs ``rng``): the authors' evaluation.
 
-Sparse and random normalizers (defined in :mod:`kmt_ref.normalizers`, used by
-the variants): ``"sparsemax"``, ``"normmax2"`` and ``"normmax_inf"`` (parameter
-``threshold`` via ``Block.params``), ``"gumbel_max"`` and ``"gumbel_softmax"``
-(parameter ``temperature``; both need ``rng``).
+The hardmax, and the sparse and random normalizers, are defined in
+:mod:`kmt_ref.normalizers` (the latter used by the variants): ``"sparsemax"``,
+``"normmax2"`` and ``"normmax_inf"`` (parameter ``threshold`` via
+``Block.params``), ``"gumbel_max"`` and ``"gumbel_softmax"`` (parameter
+``temperature``; both need ``rng``).
 
 :func:`attend` here is the reference: the formula above, a dozen lines, every
 weight computed. Models run ``kmt_ref.kernels.attend``, the same numbers
@@ -54,11 +51,11 @@ computed faster; :func:`kmt_ref.layer.transformer_layer` takes either.
 
 Decisions do not depend on the CPU. What a normalizer decides (an arg-max, a
 support) is taken on exact distances (the Euclidean hardmax) or on
-:func:`fixed_order_scores`, never on a BLAS product's rounding, which depends on
+:func:`~kmt_ref.products.fixed_order_scores`, never on a BLAS product's rounding, which depends on
 the machine's kernel (the fast kernels take a dot-product hardmax's decision
 from BLAS's product only where a bound on both sums' rounding shows it is the
 fixed order's); and the weights times the values are
-:func:`rows_product`, in which equal rows of weights give equal rows (two
+:func:`~kmt_ref.products.rows_product`, in which equal rows of weights give equal rows (two
 centers that average the same points come out equal, so a tie that exact
 arithmetic has stays a tie).
 """
@@ -71,143 +68,41 @@ import autograd.numpy as anp
 import numpy as np
 
 from ._validation import check_bool, check_callable, check_choice, check_finite, check_name, check_rng
-from .geometry import exact_nearest, squared_distances
-from .normalizers import gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
+from .normalizers import (
+    euclidean_hardmax_average,
+    gumbel_max,
+    gumbel_softmax,
+    hardmax,
+    hardmax_average,
+    normmax2,
+    normmax_inf,
+    sparsemax,
+)
+from .products import SCORES, fixed_order_scores, rows_product
 
 __all__ = [
     "Block",
     "Normalizer",
     "NORMALIZERS",
-    "SCORES",
     "attend",
     "attention_weights",
     "project",
     "register_normalizer",
     "softmax_dropout",
     "softmax",
-    "hardmax",
-    "hardmax_average",
-    "euclidean_hardmax_average",
-    "mean_over",
-    "mean_of_rows",
     "linear_normalize",
     "linear_average",
     "check_linear_scores",
-    "euclidean_scores",
-    "dot_scores",
-    "fixed_order_scores",
     "block_scores",
-    "rows_product",
 ]
 
 
-def euclidean_scores(A, B):
-    """Negative squared distances ``-||a_i - b_j||^2``, shape (..., m, r)."""
-    return -squared_distances(A, B)
-
-
-def dot_scores(A, B):
-    """Dot products ``a_i . b_j``, shape (..., m, r)."""
-    return anp.matmul(A, anp.swapaxes(B, -1, -2))
-
-
-SCORES = {"euclidean": euclidean_scores, "dot": dot_scores}
-
-#: Most (query, key) scores :func:`fixed_order_scores` holds at once.
-FIXED_ORDER_ELEMENTS = 2**20
-
-
-def fixed_order_scores(score, A, B):
-    """``SCORES[score](A, B)`` summed coordinate by coordinate, in one order, without BLAS: shape (..., m, r).
-
-    A BLAS product sums a score's terms in an order that depends on the CPU's kernel and on where the
-    row lies in the product, so the same query and key can score an ulp apart in two places, or on two
-    machines. Here every score is ``((t_1 + t_2) + t_3) + ...`` with ``t_i = a_i b_i`` (``"dot"``) or
-    ``-(a_i - b_i)^2`` (``"euclidean"``, the direct form), each term rounded on its own: equal queries and
-    keys give equal scores, and the same scores on every CPU, in both engines and in any chunking. The
-    normalizers whose weights are a decision (``Normalizer.fixed_order``) rank these.
-    """
-    A, B = np.asarray(A), np.asarray(B)
-    batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
-    m, r = A.shape[-2], B.shape[-2]
-    out = np.zeros(batch + (m, r), dtype=np.result_type(A, B, float))
-    rows = max(1, FIXED_ORDER_ELEMENTS // max(1, r * int(np.prod(batch, dtype=int))))
-    for a in range(0, m, rows):
-        part, Ap = out[..., a : a + rows, :], A[..., a : a + rows, :]
-        for i in range(A.shape[-1]):
-            if score == "dot":
-                part += Ap[..., :, None, i] * B[..., None, :, i]
-            else:
-                t = Ap[..., :, None, i] - B[..., None, :, i]
-                part -= t * t
-    return out
-
-
 def block_scores(block, queries, keys):
-    """The scores a block's normalizer ranks, before ``gamma``: :func:`fixed_order_scores` for a normalizer
-    that decides (``Normalizer.fixed_order``) on plain arrays, else ``SCORES[block.score]``."""
+    """The scores a block's normalizer ranks, before ``gamma``: :func:`~kmt_ref.products.fixed_order_scores`
+    for a normalizer that decides (``Normalizer.fixed_order``) on plain arrays, else ``SCORES[block.score]``."""
     if NORMALIZERS[block.normalizer].fixed_order and type(queries) is np.ndarray and type(keys) is np.ndarray:
         return fixed_order_scores(block.score, queries, keys)
     return SCORES[block.score](queries, keys)
-
-
-def _row_groups(W):
-    """For a plain 2-D ``W``: ``(first, inverse)`` with ``W[first][inverse] == W`` and one entry of ``first`` for
-    each distinct row, or None when every row is distinct.
-
-    Rows are keyed by two exact functions of their entries, the bits of their sum (one reduction, the same
-    for every row) and the place of their first non-zero entry, mixed into one number, then compared whole
-    with their key's first row: rows that share a key but differ stay apart.
-    """
-    m, r = W.shape
-    if m < 2 or r == 0:
-        return None
-    total = np.sum(W, axis=-1).astype(np.float64) + 0.0  # + 0.0: a sum of -0 is keyed as 0, its equal under ==
-    lead = np.argmax(W != 0, axis=-1).astype(np.uint64)
-    key = total.view(np.uint64) ^ (lead * np.uint64(0x9E3779B97F4A7C15))  # wraps; a shared key is checked
-    _, lowest, group = np.unique(key, return_index=True, return_inverse=True)
-    if len(lowest) == m:
-        return None
-    group = group.ravel()
-    rep = lowest[group]
-    if np.all(W == W[rep]):  # the usual case: rows that share a key are equal
-        first = np.flatnonzero(rep == np.arange(m))
-        return first, np.searchsorted(first, rep)
-    first, inverse, seen = [], np.empty(m, dtype=np.intp), {}
-    for i, g in enumerate(group):
-        slots = seen.setdefault(g, [])
-        inverse[i] = next((s for s in slots if np.array_equal(W[i], W[first[s]])), len(first))
-        if inverse[i] == len(first):
-            slots.append(len(first))
-            first.append(i)
-    return None if len(first) == m else (np.array(first), inverse)
-
-
-def rows_product(W, V):
-    """``W @ V`` (..., m, r) x (..., r, D'), with equal rows of ``W`` giving equal rows.
-
-    A mean over the same weights does not depend on which row asks for it: two centers that average the
-    same points with the same weights must come out equal, or a tie that exact arithmetic has would be
-    undone by where BLAS's kernel rounds each row. Each distinct row's product is copied to its equals
-    (plain arrays, a task at a time; where most rows repeat, only the distinct ones are multiplied);
-    traced arrays are multiplied as they are.
-    """
-    if type(W) is not np.ndarray or type(V) is not np.ndarray:
-        return anp.matmul(W, V)
-    batch = np.broadcast_shapes(W.shape[:-2], V.shape[:-2])
-    if batch:
-        Wb, Vb = np.broadcast_to(W, batch + W.shape[-2:]), np.broadcast_to(V, batch + V.shape[-2:])
-        out = np.empty(batch + (W.shape[-2], V.shape[-1]), dtype=np.result_type(W, V))
-        for i in np.ndindex(*batch):
-            out[i] = rows_product(Wb[i], Vb[i])
-        return out
-    groups = _row_groups(W)
-    if groups is None:
-        return np.matmul(W, V)
-    first, inverse = groups
-    if 2 * len(first) <= W.shape[0]:
-        return np.matmul(W[first], V)[inverse]
-    return np.matmul(W, V)[first][inverse]
 
 
 def softmax(scores):
@@ -228,109 +123,6 @@ def softmax_dropout(scores, p, rng):
     weights = softmax(scores)
     keep = rng.random(np.shape(weights)) >= p
     return weights * keep / (1.0 - p)
-
-
-def hardmax(scores):
-    """Uniform weights over the arg-max set of each row (averaging hardmax).
-
-    This is the limit of ``softmax(gamma * scores)`` as ``gamma -> inf``.
-    Ties are exact float equality: tied keys share the weight equally.
-    """
-    scores = np.asarray(scores)
-    mask = (scores == scores.max(axis=-1, keepdims=True)).astype(float)
-    return mask / mask.sum(axis=-1, keepdims=True)
-
-
-def hardmax_average(scores, values=None):
-    """``hardmax(scores) @ values``, as the sum of the arg-max rows divided by their count.
-
-    The same numbers as the weights times the values in exact arithmetic; in
-    float64 the mean of m equal rows is then exactly that row (m copies of
-    ``1/m`` need not sum to 1: seven duplicates would leave an assignment one
-    ulp off one-hot, and the next hardmax, comparing exactly, would drop it).
-    ``values=None`` stands for the identity: the result is then the weights.
-    Only rows whose count is not 1 are divided (a tie; or nan scores, whose
-    ``0 / 0`` is nan): dividing by 1 changes no number.
-    """
-    scores = np.asarray(scores)
-    return mean_over(scores == scores.max(axis=-1, keepdims=True), values)
-
-
-def euclidean_hardmax_average(queries, keys, values=None):
-    """The Euclidean hardmax: the mean of ``values`` over each query's nearest keys, as exact arithmetic decides.
-
-    The rule of both engines. The arg-max set of ``-||q - k||^2`` is the set
-    of keys nearest to ``q`` in exact arithmetic on the float64 queries and
-    keys (:func:`~kmt_ref.geometry.exact_nearest`, the decision Lloyd's
-    algorithm makes), not the arg-max of rounded scores: two keys are tied
-    only when they are exactly equidistant, and then share the weight
-    equally. Here a query at a time; the fast kernels find the same sets in
-    chunks (:func:`~kmt_ref.geometry.nearest_center`).
-
-    Parameters
-    ----------
-    queries : ndarray, shape (..., m, D)
-    keys : ndarray, shape (..., r, D)
-    values : ndarray, shape (..., r, D'), optional
-        ``None`` stands for the identity (the result is then the weights, (..., m, r)).
-
-    Returns
-    -------
-    ndarray, shape (..., m, D')
-    """
-    queries, keys = _as_decided(queries, "queries"), _as_decided(keys, "keys")
-    batch = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
-    Q, K = np.broadcast_to(queries, batch + queries.shape[-2:]), np.broadcast_to(keys, batch + keys.shape[-2:])
-    mask = np.zeros(batch + (Q.shape[-2], K.shape[-2]), dtype=bool)
-    for index in np.ndindex(*mask.shape[:-1]):
-        mask[index] = exact_nearest(Q[index], K[index[:-1]])
-    return mean_over(mask, values)
-
-
-def _as_decided(Z, name):
-    """Tokens a Euclidean hardmax decides on: float arrays as they are; an array of exact rationals (object
-    dtype: :mod:`kmt_ref.symbolic` runs the layer on them) as the float64 numbers it equals, so that the
-    same rule decides on the same numbers. ``ValueError`` if one entry has no float64 equal."""
-    if Z.dtype != object:
-        return Z
-    F = Z.astype(float)
-    if not all(f == z for f, z in zip(F.ravel(), Z.ravel(), strict=True)):
-        raise ValueError(f"a Euclidean hardmax decides on float64 numbers; {name} holds a rational that is not one")
-    return F
-
-
-def mean_over(mask, values=None):
-    """The mean of ``values`` (..., r, D') over each row's ``True`` entries of ``mask`` (..., m, r), shape
-    (..., m, D') (:func:`hardmax_average`); ``values=None`` stands for the identity (the result is then the
-    weights, (..., m, r)).
-
-    A row with one entry is that value row, copied; a row with several is :func:`mean_of_rows`; a row with
-    none (nan scores) is nan. No product: the same numbers on every CPU, and equal rows of ``mask`` give
-    equal rows.
-    """
-    mask = np.asarray(mask, dtype=bool)
-    count = np.count_nonzero(mask, axis=-1)
-    if values is None:
-        out = mask.astype(float)
-        odd = count != 1
-        if odd.any():
-            with np.errstate(invalid="ignore"):
-                out[odd] /= count[odd][:, None]
-        return out
-    values = np.broadcast_to(values, mask.shape[:-2] + np.shape(values)[-2:])
-    out = np.take_along_axis(values, np.argmax(mask, axis=-1)[..., None], axis=-2)
-    for index in zip(*np.nonzero(count != 1), strict=True):
-        out[index] = mean_of_rows(values[index[:-1]], mask[index])
-    return out
-
-
-def mean_of_rows(values, chosen):
-    """The mean of the rows of ``values`` (r, D') where ``chosen`` (r,) is True: their sum, in order, divided by
-    their count (nan when none is chosen); one implementation for both engines."""
-    rows = values[chosen]
-    if rows.shape[0] == 0:
-        return np.full(values.shape[-1], np.nan)
-    return np.sum(rows, axis=0) / rows.shape[0]
 
 
 def check_linear_scores(scores):
@@ -397,9 +189,10 @@ class Normalizer:
         uses it when given.
     fixed_order : bool
         Whether its weights are a decision (an arg-max, a support, a threshold, an empty row) taken on scores
-        summed in one fixed order (:func:`fixed_order_scores`), so that it is the same on every CPU, in both
-        engines and alike for equal queries, and multiplied by the values with :func:`rows_product` (equal
-        rows of weights give equal rows). A softmax's weights move continuously: BLAS's scores and product.
+        summed in one fixed order (:func:`~kmt_ref.products.fixed_order_scores`), so that it is the same on
+        every CPU, in both engines and alike for equal queries, and multiplied by the values with
+        :func:`~kmt_ref.products.rows_product` (equal rows of weights give equal rows). A softmax's weights
+        move continuously: BLAS's scores and product.
     """
 
     fn: Callable | None

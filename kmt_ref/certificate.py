@@ -57,9 +57,10 @@ from ._validation import (
     check_positive,
     check_problem,
 )
-from .attention import hardmax, softmax
+from .attention import softmax
 from .classical import _lloyd
 from .geometry import CHUNK_ELEMENTS, center_distances, squared_distances
+from .normalizers import hardmax
 from .trajectory import Trajectory
 
 __all__ = ["Certificate", "exactness_certificate", "min_gamma", "reset_leakage", "rule_of_thumb_gamma"]

@@ -9,7 +9,8 @@ and its labels are exact arithmetic's even where two centers are nearly tied
 import numpy as np
 
 from ._validation import check_choice, check_data, check_k, check_problem, check_rng
-from .geometry import _nearest_center, cluster_sums, kmeans_objective, point_frame
+from .geometry import _nearest_center, cluster_sums, point_frame
+from .objective import kmeans_objective
 from .trajectory import Trajectory, iterate
 
 __all__ = ["kmeans_objective", "kmeans_plusplus", "lloyd", "EMPTY_CLUSTER_POLICIES"]

@@ -123,7 +123,6 @@ the norm outside the layer would no longer run the construction, so
 import numpy as np
 
 from ._validation import check_dims, check_positive
-from .attention import fixed_order_scores
 from .feedforward import FeedForward
 from .geometry import _score_bound
 from .layer import KMeansTransformer
@@ -134,6 +133,7 @@ from .lloyd_transformer import (
     resolve_config,
     unique_nearest,
 )
+from .products import fixed_order_scores
 from .tokens import TokenLayout
 
 __all__ = [

@@ -1,16 +1,29 @@
 """How a model's work is executed, as a value: threads over tasks and the attention that computes a block.
 
 The layer (:func:`kmt_ref.layer.transformer_layer`) says *what* is computed:
-the paper's residual sums. An :class:`Engine` says *how*: which attention
-implementation computes a block (the fast ``kmt_ref.kernels.attend``, or
-the reference :func:`kmt_ref.attention.attend` that a reader checks against),
-whether a block's output is added into the residual stream in place,
-whether a hardmax construction's run carries labels instead of its
-assignment block (``kmt_ref.kernels.labels``), and how many threads share
-a batch's tasks. Results do not depend on the engine:
-the two attentions compute the same numbers (tested for every construction,
-variant and the learned model), and every task's numbers are those of
-running it alone, whatever the thread count (one test, ``tests/test_engine.py``).
+the paper's residual sums. An :class:`Engine` says *how*, as nanoGPT sets its
+plain attention beside the fast one, both short, chosen by name:
+
+* ``Engine()`` (the default): the model's four blocks computed on tokens by the
+  fast dense kernels (``kmt_ref.kernels.attend``), each block's output added
+  into the residual stream, in place where nothing reads it;
+* :data:`REFERENCE`, ``Engine(reference=True)``: the same blocks by the
+  reference attention of :mod:`kmt_ref.attention`, the code a reader checks
+  the proofs against;
+* :data:`LABELS`, ``Engine(labels=True)``: the *labels run* of a hardmax
+  construction at ``gamma = inf`` (``kmt_ref.kernels.labels``): each point's
+  label instead of its assignment row, CAX as ``lloyd``'s nearest-center
+  search and CAC as each cluster's member sums. It runs a specialization of
+  the layer that the theorem justifies, so it is no evidence for the theorem:
+  the experiments, sweeps and ``bench`` name it where speed matters, and
+  ``verify`` checks it against the layer in rows of its own. Other models run
+  their blocks under it.
+
+Results do not depend on the engine: the attentions compute the same numbers
+(tested for every construction, variant and the learned model), the labels
+run the same assignments and centers to rounding (proved on every assignment
+pattern, :func:`kmt_ref.proofs.engine_lemma`), and every task's numbers are
+those of running it alone, whatever the thread count (``tests/test_engine.py``).
 
 Models, the loss and training take ``engine=``; the command line builds one
 from ``--threads``. An engine may also carry a Dask client
@@ -25,24 +38,30 @@ from . import attention, kernels
 from ._validation import check_bool, check_int
 from .kernels.pool import TaskPool
 
-__all__ = ["Engine", "REFERENCE"]
+__all__ = ["Engine", "REFERENCE", "LABELS"]
 
 
 @dataclass(frozen=True)
 class Engine:
     """Execution of a model: ``threads`` workers over a batch's tasks; ``reference=True`` runs the
-    reference attention (slow, for reading and checking) instead of the fast kernels; ``client``: where
-    the programs run their jobs (None: in this process).
+    reference attention (slow, for reading and checking) instead of the fast kernels; ``labels=True``
+    runs a hardmax construction at ``gamma = inf`` on labels (fast, chosen by name: see the module
+    docstring); ``client``: where the programs run their jobs (None: in this process).
     """
 
     threads: int = 1
     reference: bool = False
+    labels: bool = False
     #: A Dask ``distributed.Client`` for the programs' jobs, or None (in-process).
     client: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "threads", check_int(self.threads, "threads", low=1))
         object.__setattr__(self, "reference", check_bool(self.reference, "reference"))
+        object.__setattr__(self, "labels", check_bool(self.labels, "labels"))
+        if self.reference and self.labels:
+            raise ValueError("reference=True computes the blocks by the reference attention and labels=True "
+                             "replaces them by the labels run: choose one")
         object.__setattr__(self, "_pool", TaskPool(self.threads))  # its worker threads belong to this value
 
     @property
@@ -82,3 +101,5 @@ class Engine:
 
 #: The reference attention of :mod:`kmt_ref.attention` on one thread.
 REFERENCE = Engine(reference=True)
+#: The labels run of a hardmax construction (:mod:`kmt_ref.kernels.labels`) on one thread.
+LABELS = Engine(labels=True)

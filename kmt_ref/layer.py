@@ -29,35 +29,25 @@ construction, every variant and the learned model. How its blocks are computed
 threads) is not its concern: an :class:`~kmt_ref.engine.Engine` passed in says.
 """
 
-import warnings
 from types import MappingProxyType
 
 import numpy as np
 
 from ._validation import (
-    check_batch,
     check_bool,
     check_callable,
-    check_centers,
-    check_choice,
-    check_data,
     check_instance,
-    check_k,
-    check_n_steps,
-    check_rng,
-    is_batch,
 )
 from .attention import NORMALIZERS, check_tokens
 from .engine import Engine
 from .kernels.labels import dense_assignments, label_layer
-from .readout import _check_resolution, _column_stats, _first_not_nearest, _labels, _nearest_of_finite
+from .readout import _labels, _nearest_of_finite, choose_frame, shift_back
+from .run_warnings import assumption_warning, resolution_warning, say_what_was_missed
+from .running import apply_layers, check_run
 from .tokens import TokenLayout
 from .trajectory import Trajectory, iterate
 
 __all__ = ["BLOCK_NAMES", "transformer_layer", "KMeansTransformer"]
-
-#: Largest assignment record a run keeps (bytes); see ``KMeansTransformer.run(keep_assignments=...)``.
-MAX_KEPT_BYTES = 2**31
 
 #: The four blocks, in the order a layer applies them.
 BLOCK_NAMES = ("CAX", "SAX", "CAC", "SAC")
@@ -248,6 +238,10 @@ class KMeansTransformer:
             diverged="raise", engine=None):
         """Embed ``X`` and ``init``, apply ``n_layers`` layers, read out centers.
 
+        The steps: check the inputs, choose the frame (a translation-invariant model measures the data from
+        a data value where that shift is exact), apply the layers, shift the centers back, say what the run
+        may have missed (:mod:`kmt_ref.run_warnings`).
+
         Parameters
         ----------
         X : array_like, shape (n, d) or (B, n, d)
@@ -258,162 +252,46 @@ class KMeansTransformer:
         rng : numpy.random.Generator, optional
             Required when a block's normalizer is random.
         reembed : bool
-            Rebuild the tokens from the current centers before every layer
-            (assignment block reset to 0, ids to ``I_k``), carrying only the
-            d-dimensional centers. The hand-built constructions keep that
-            invariant themselves; the learned model needs it.
+            Rebuild the tokens from the current centers before every layer (assignments 0, ids ``I_k``).
         warn : {"ties", True, False}
-            Which checks warn (``UserWarning``) where the run may part from
-            its classical algorithm. Every run checks, before the first layer,
-            the two closest distinct points against the model's
-            ``resolution``. ``"ties"`` (default) adds the check that costs
-            nothing beside the layer: with a hardmax CAX, a point whose
-            largest assignment weight is shared after some layer (its scores
-            tied, so the hardmax shares it where the classical algorithm
-            gives it to the lowest index), named at the first such layer.
-            ``True`` adds the checks that cost about a layer each: the model's
-            ``assumption`` before every layer (exact ties and, for Theorem
-            2.2, near ties within its rounding; at finite ``gamma``, the
-            softmax blocks' leaks and one layer's distance from Lloyd's step),
-            with a hardmax CAX, after the run, a label that is not the nearest
-            of the centers the run returns (a point within rounding of a tie:
-            the run computes in coordinates shifted by the data's median and
-            rounds its centers when it shifts them back), and, after the last
-            layer, more than 10% of the points (of some
-            task) with split assignments
-            (:meth:`~kmt_ref.trajectory.Trajectory.split_fraction`: at finite
-            ``gamma``, too small a ``gamma`` for the data's scale;
-            :func:`kmt_ref.min_gamma` says how large it must be). ``False``:
-            only the resolution check.
+            Which checks warn where the run may part from its classical algorithm (every run checks the
+            closest distinct points against ``resolution``): ``"ties"`` (default) also a point a hardmax
+            CAX shares between tied centers; ``True`` also the ``assumption`` before every layer, a label
+            that is not the nearest returned center, split assignments after the last layer
+            (:mod:`kmt_ref.run_warnings` says what each costs and means).
         keep_assignments : bool
-            Keep every layer's assignment block (``False``: ``assignments`` is
-            ``None``, and the run holds one layer's tokens only). They take
-            ``8 n_layers B n k`` bytes; above ``MAX_KEPT_BYTES`` (2 GiB) a run
-            that keeps them is refused with a ``ValueError`` that says so.
+            Keep every layer's assignment block (``8 n_layers B n k`` bytes, refused above
+            ``kmt_ref.running.MAX_KEPT_BYTES``, 2 GiB); ``False`` keeps the labels only.
         diverged : {"raise", "return"}
-            What a run whose centers or assignments become non-finite does:
-            raise a ``ValueError`` naming the first such layer, or return the
-            trajectory as it is (an evaluation that reports divergence).
+            Non-finite centers or assignments: a ``ValueError`` naming the first layer, or the trajectory.
         engine : Engine, optional
-            How the layers are computed (:class:`kmt_ref.engine.Engine`,
-            default ``Engine()``); its threads share a batch's tasks. The fast
-            engine runs a construction at ``gamma = inf`` on labels (the same
-            assignments, centers equal to rounding), the reference engine on the
-            layer's residual sums. Results do not depend on the thread count.
+            How the layers are computed (default ``Engine()``: the four blocks on tokens, by the fast
+            kernels; :data:`~kmt_ref.engine.LABELS`: the labels run, named for speed). Results do not
+            depend on its thread count.
 
         Returns
         -------
         Trajectory
-            ``centers`` (n_layers + 1, k, d), ``centers[0]`` the embedded
-            (and, with ``norm``, normalized) ``init``; ``labels`` (n_layers, n), the
-            arg-max of the assignment block after each layer (lowest index at
-            ties), or the nearest center when the layout has no ``"y"`` block;
-            ``assignments`` (n_layers, n, k), the raw assignment blocks, or
-            ``None`` without a ``"y"`` block. A batch adds a task axis after
-            the layer axis: (n_layers + 1, B, k, d), (n_layers, B, n) and
-            (n_layers, B, n, k); each task's numbers are those of running it
-            alone (for a model with random blocks, the draws follow the batch).
+            ``centers`` (n_layers + 1, k, d), ``centers[0]`` the embedded ``init``; ``labels`` (n_layers,
+            n), the arg-max of each layer's assignment block (lowest index at ties), or the nearest center
+            without a ``"y"`` block; ``assignments`` (n_layers, n, k) or ``None``. A batch adds a task axis
+            after the layer axis; each task's numbers are those of running it alone.
         """
-        batch = is_batch(X)
-        X = check_batch(X, init).copy() if batch else check_data(X)
-        if X.shape[-1] != self.d:
-            raise ValueError(
-                f"this model was built for d={self.d}; got X with d={X.shape[-1]} (X.shape={X.shape})"
-            )
-        if batch:
-            C = np.array(init, dtype=np.float64)
-            if C.shape[1] != self.k:
-                raise ValueError(f"this model was built for k={self.k}; got init.shape={C.shape}")
-        else:
-            C = check_centers(init, self.d, k=self.k)
-        check_k(self.k, X.shape[-2], name="k (rows of init)")
-        n_layers = check_n_steps(n_layers, "n_layers")
-        if self.needs_rng:
-            check_rng(rng, "rng", " (this model is random)")
-        elif rng is not None:  # a seed or any other value would be ignored silently
-            check_rng(rng, "rng", " or None")
-        reembed = check_bool(reembed, "reembed")
-        if not (isinstance(warn, str) and warn == "ties"):
-            try:
-                warn = check_bool(warn, "warn")
-            except ValueError:
-                raise ValueError(f"warn must be 'ties', True or False; got warn={warn!r}") from None
-        ties = warn is not False and self.blocks["CAX"].normalizer == "hardmax" and "y" in self.layout.slices
-        warn = warn is True
-        keep = check_bool(keep_assignments, "keep_assignments")
-        kept = 8 * n_layers * int(np.prod(X.shape[:-1], dtype=np.int64)) * self.k
-        if keep and "y" in self.layout.slices and kept > MAX_KEPT_BYTES:
-            raise ValueError(f"keeping every layer's assignments would take {kept / 2**30:.1f} GiB (8 n_layers B n k "
-                             f"bytes, more than {MAX_KEPT_BYTES / 2**30:g} GiB): pass keep_assignments=False, "
-                             "which keeps the labels")
-        diverged = check_choice(diverged, "diverged", ("raise", "return"))
-        engine = Engine() if engine is None else check_instance(engine, "engine", Engine)
-        origin = 0.0
-        if self.translation_invariant:
-            # The lower median is a data value: integer data stay integers, exact ties stay exact.
-            origin, lo, hi = _column_stats(X)
-            # Only where the shift is exact (Sterbenz: x - o is exact for o/2 <= x <= 2o), so that it moves
-            # no decision: elsewhere the coordinate reaches zero and needs no shift for precision.
-            lo = np.minimum(lo, np.min(C, axis=-2))
-            hi = np.maximum(hi, np.max(C, axis=-2))
-            exact = np.where(origin > 0, (lo >= origin / 2) & (hi <= 2 * origin),
-                             (hi <= origin / 2) & (lo >= 2 * origin))
-            origin = np.where(exact, origin, 0.0)[..., None, :]
-            X -= origin  # X is the validated copy: moved in place, no second copy
-        _check_resolution(self, X, origin)
+        X, C, checks = check_run(self, X, init, n_layers, rng, reembed, warn, keep_assignments, diverged, engine)
+        X, origin = choose_frame(self, X, C)
+        C_run = C if origin is None else C - origin
+        resolution_warning(self, X, origin)
         # What the first layer assumes is said before any work (a run that fails on its way gets it too).
-        told = warn and n_layers > 0 and self.assumption is not None and self._check_assumption(X, (C - origin)[None])
-        moved, last, tie = self._run_tasks(X, C - origin, n_layers, rng, reembed, keep, diverged, engine, ties, warn)
-        traj = moved
-        if self.translation_invariant:
-            centers = moved.centers + origin
-            centers[0] = C
-            traj = Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
-        if warn and self.assumption is not None and not told:
-            told = self._check_assumption(X, moved.centers[1:-1], first=1)
-        if tie is not None and not told:
-            t, task, i, count, shared = tie
-            where = f" in task {task}" if batch else ""
-            warnings.warn(f"{self.name}: layer {t + 1}{where} shares point {i} between centers "
-                          f"{', '.join(map(str, shared))} (their scores tie; {count} point{'s' if count > 1 else ''} "
-                          f"shared at that layer), where the classical algorithm gives it to center {shared[0]}; the "
-                          "transformer need not equal its classical algorithm from there on", stacklevel=2)
-        if warn and ties and not told and tie is None and np.any(origin != 0):
-            # A hardmax run computes in shifted coordinates and rounds its centers when it shifts them back: a
-            # point nearly as near two centers may then be nearer another returned center than its own.
-            parted = _first_not_nearest(X + origin, traj.centers, traj.labels)  # X + origin: exact, as the shift
-            if parted is not None:
-                t, task, i, label, nearest = parted
-                where = f" in task {task}" if batch else ""
-                warnings.warn(f"{self.name}: layer {t + 1}{where} gives point {i} to center {label}, but center "
-                              f"{nearest} of the centers the run returns is nearer (the run computes in coordinates "
-                              "shifted by the data's median and rounds its centers when it shifts them back): the "
-                              "point is within rounding of a tie; the transformer need not equal its classical "
-                              "algorithm from there on", stacklevel=2)
-        split = None
-        if warn and last is not None:
-            split = Trajectory(traj.centers[-2:], traj.labels[-1:], last[None]).split_fraction()
-        if split is not None and np.max(split[-1]) > 0.1:
-            warnings.warn(
-                f"{self.name}: {np.max(split[-1]):.0%} of the points have split assignments after the last "
-                "layer; if gamma is finite it is too small for the scale of X (see kmt_ref.min_gamma)",
-                stacklevel=2,
-            )
+        told = (checks.all and checks.n_layers > 0 and self.assumption is not None
+                and assumption_warning(self, X, C_run[None]))
+        moved, last, tie = apply_layers(self, X, C_run, checks)
+        traj = shift_back(moved, C, origin)
+        say_what_was_missed(self, X, origin, traj, moved, last, tie, told, checks)
         return traj
 
-    def _check_assumption(self, X, centers, first=0):
-        """Warn at the first layer whose input centers (``centers[t]`` the input of layer ``first + t + 1``, in
-        ``X``'s coordinates) break :attr:`assumption`; whether it warned."""
-        tasks = [((), X, centers)] if X.ndim == 2 else [((b,), X[b], centers[:, b]) for b in range(X.shape[0])]
-        for t in range(centers.shape[0]):
-            for task, Xb, Cb in tasks:
-                message = self.assumption(Xb, Cb[t])
-                if message is not None:
-                    where = f" in task {task[0]}" if task else ""
-                    warnings.warn(f"{self.name}: before layer {first + t + 1}{where}, {message}; the transformer need "
-                                  "not equal its classical algorithm from there on", stacklevel=3)
-                    return True
-        return False
+    def layer(self, P, Q, rng=None, engine=None, overwrite=False):
+        """One layer of this model on tokens: :func:`transformer_layer` with its blocks, FFN and norm."""
+        return transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng, engine=engine, overwrite=overwrite)
 
     def _embed(self, X, C):
         """Token matrices, normalized by ``norm`` when the model has one."""
@@ -453,11 +331,11 @@ class KMeansTransformer:
         ``need_last``), and with ``ties`` the first layer's first shared point, ``(layer, task, point, points
         shared, centers)`` or None.
 
-        The fast engine runs a model of the labels pattern on labels (:func:`kmt_ref.kernels.labels.label_layer`),
-        the reference engine always on the layer's residual sums."""
+        The labels engine runs a model of the labels pattern on labels
+        (:func:`kmt_ref.kernels.labels.label_layer`), every other engine on the layer's residual sums."""
         layout = self.layout
         has_y = "y" in layout.slices
-        lean = None if engine.reference or reembed else label_layer(self)
+        lean = label_layer(self) if engine.labels and not reembed else None
         if lean is None:
             P, Q = self._embed(X, C)
         else:  # the point tokens only where CAX's queries or CAC's values read more than X (no norm here)

@@ -1,4 +1,9 @@
-"""Sparse and random attention normalizers: sparsemax, entmax-1.5, normmax, Gumbel.
+"""Attention normalizers beyond softmax: the hardmax, and the sparse and random ones (sparsemax, entmax-1.5,
+normmax, Gumbel).
+
+The hardmax is the ``gamma -> inf`` limit of softmax: uniform weight on the arg-max set. With the Euclidean
+score that set is the set of nearest keys as exact arithmetic decides (:func:`euclidean_hardmax_average`);
+with the dot score, the arg-max set of :func:`~kmt_ref.products.fixed_order_scores`.
 
 Each function maps scores of shape (..., r) to weights of the same shape whose
 rows (last axis) lie on the probability simplex. All are exact: the sparse
@@ -48,8 +53,10 @@ Closed forms, with ``z_(1) >= z_(2) >= ...`` the sorted row and
 import numpy as np
 
 from ._validation import check_finite, check_positive, check_rng
+from .geometry import exact_nearest
 
-__all__ = ["sparsemax", "entmax15", "normmax2", "normmax_inf", "gumbel_max", "gumbel_softmax"]
+__all__ = ["hardmax", "hardmax_average", "euclidean_hardmax_average", "mean_over", "mean_of_rows", "sparsemax",
+           "entmax15", "normmax2", "normmax_inf", "gumbel_max", "gumbel_softmax"]
 
 
 def _sorted_desc(z):
@@ -215,3 +222,106 @@ def gumbel_softmax(scores, rng, temperature=1.0):
     z = (np.asarray(scores, dtype=float) + _gumbel(np.shape(scores), rng)) / temperature
     e = np.exp(z - np.max(z, axis=-1, keepdims=True))
     return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def hardmax(scores):
+    """Uniform weights over the arg-max set of each row (averaging hardmax).
+
+    This is the limit of ``softmax(gamma * scores)`` as ``gamma -> inf``.
+    Ties are exact float equality: tied keys share the weight equally.
+    """
+    scores = np.asarray(scores)
+    mask = (scores == scores.max(axis=-1, keepdims=True)).astype(float)
+    return mask / mask.sum(axis=-1, keepdims=True)
+
+
+def hardmax_average(scores, values=None):
+    """``hardmax(scores) @ values``, as the sum of the arg-max rows divided by their count.
+
+    The same numbers as the weights times the values in exact arithmetic; in
+    float64 the mean of m equal rows is then exactly that row (m copies of
+    ``1/m`` need not sum to 1: seven duplicates would leave an assignment one
+    ulp off one-hot, and the next hardmax, comparing exactly, would drop it).
+    ``values=None`` stands for the identity: the result is then the weights.
+    Only rows whose count is not 1 are divided (a tie; or nan scores, whose
+    ``0 / 0`` is nan): dividing by 1 changes no number.
+    """
+    scores = np.asarray(scores)
+    return mean_over(scores == scores.max(axis=-1, keepdims=True), values)
+
+
+def euclidean_hardmax_average(queries, keys, values=None):
+    """The Euclidean hardmax: the mean of ``values`` over each query's nearest keys, as exact arithmetic decides.
+
+    The rule of both engines. The arg-max set of ``-||q - k||^2`` is the set
+    of keys nearest to ``q`` in exact arithmetic on the float64 queries and
+    keys (:func:`~kmt_ref.geometry.exact_nearest`, the decision Lloyd's
+    algorithm makes), not the arg-max of rounded scores: two keys are tied
+    only when they are exactly equidistant, and then share the weight
+    equally. Here a query at a time; the fast kernels find the same sets in
+    chunks (:func:`~kmt_ref.geometry.nearest_center`).
+
+    Parameters
+    ----------
+    queries : ndarray, shape (..., m, D)
+    keys : ndarray, shape (..., r, D)
+    values : ndarray, shape (..., r, D'), optional
+        ``None`` stands for the identity (the result is then the weights, (..., m, r)).
+
+    Returns
+    -------
+    ndarray, shape (..., m, D')
+    """
+    queries, keys = _as_decided(queries, "queries"), _as_decided(keys, "keys")
+    batch = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2])
+    Q, K = np.broadcast_to(queries, batch + queries.shape[-2:]), np.broadcast_to(keys, batch + keys.shape[-2:])
+    mask = np.zeros(batch + (Q.shape[-2], K.shape[-2]), dtype=bool)
+    for index in np.ndindex(*mask.shape[:-1]):
+        mask[index] = exact_nearest(Q[index], K[index[:-1]])
+    return mean_over(mask, values)
+
+
+def _as_decided(Z, name):
+    """Tokens a Euclidean hardmax decides on: float arrays as they are; an array of exact rationals (object
+    dtype: :mod:`kmt_ref.symbolic` runs the layer on them) as the float64 numbers it equals, so that the
+    same rule decides on the same numbers. ``ValueError`` if one entry has no float64 equal."""
+    if Z.dtype != object:
+        return Z
+    F = Z.astype(float)
+    if not all(f == z for f, z in zip(F.ravel(), Z.ravel(), strict=True)):
+        raise ValueError(f"a Euclidean hardmax decides on float64 numbers; {name} holds a rational that is not one")
+    return F
+
+
+def mean_over(mask, values=None):
+    """The mean of ``values`` (..., r, D') over each row's ``True`` entries of ``mask`` (..., m, r), shape
+    (..., m, D') (:func:`hardmax_average`); ``values=None`` stands for the identity (the result is then the
+    weights, (..., m, r)).
+
+    A row with one entry is that value row, copied; a row with several is :func:`mean_of_rows`; a row with
+    none (nan scores) is nan. No product: the same numbers on every CPU, and equal rows of ``mask`` give
+    equal rows.
+    """
+    mask = np.asarray(mask, dtype=bool)
+    count = np.count_nonzero(mask, axis=-1)
+    if values is None:
+        out = mask.astype(float)
+        odd = count != 1
+        if odd.any():
+            with np.errstate(invalid="ignore"):
+                out[odd] /= count[odd][:, None]
+        return out
+    values = np.broadcast_to(values, mask.shape[:-2] + np.shape(values)[-2:])
+    out = np.take_along_axis(values, np.argmax(mask, axis=-1)[..., None], axis=-2)
+    for index in zip(*np.nonzero(count != 1), strict=True):
+        out[index] = mean_of_rows(values[index[:-1]], mask[index])
+    return out
+
+
+def mean_of_rows(values, chosen):
+    """The mean of the rows of ``values`` (r, D') where ``chosen`` (r,) is True: their sum, in order, divided by
+    their count (nan when none is chosen); one implementation for both engines."""
+    rows = values[chosen]
+    if rows.shape[0] == 0:
+        return np.full(values.shape[-1], np.nan)
+    return np.sum(rows, axis=0) / rows.shape[0]

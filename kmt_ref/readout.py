@@ -1,19 +1,48 @@
 """What a run of a :class:`~kmt_ref.layer.KMeansTransformer` does around its layers: the frame it measures
-the data from, the check that its point self-attention can tell the points apart, and the labels it reads
-back from the tokens.
+the data from (:func:`choose_frame`), the labels it reads back from the tokens, and the centers shifted back
+to the data's coordinates (:func:`shift_back`).
 
 None of this is the layer's mathematics (:func:`kmt_ref.layer.transformer_layer`): it is how a run keeps
 float64 faithful to it (a shift that rounds nothing, a warning where rounding decides) and reports it.
 """
 
-import warnings
-
 import numpy as np
 
-from .geometry import ASSIGN_ELEMENTS, _nearest_center, closest_distinct_pair
+from .geometry import ASSIGN_ELEMENTS, _nearest_center
 from .kernels.plain import FEW_KEYS, max_members
+from .trajectory import Trajectory
 
 __all__ = []  # helpers of KMeansTransformer.run, not an interface of their own
+
+
+def choose_frame(model, X, C):
+    """``(X - origin, origin)``: for a translation-invariant model, the data measured from the coordinate-wise
+    lower median of ``X`` (a data value: integer data stay integers, exact ties stay exact) in every
+    coordinate where that shift is exact (elsewhere 0), so that it moves no decision; else ``(X, None)``.
+
+    Sterbenz: ``x - o`` is exact for ``o/2 <= x <= 2o``. Where some value (of ``X`` or of the centers ``C``)
+    is outside, the coordinate reaches zero and needs no shift for precision. ``X`` is the run's validated
+    copy, moved in place.
+    """
+    if not model.translation_invariant:
+        return X, None
+    origin, lo, hi = _column_stats(X)
+    lo = np.minimum(lo, np.min(C, axis=-2))
+    hi = np.maximum(hi, np.max(C, axis=-2))
+    exact = np.where(origin > 0, (lo >= origin / 2) & (hi <= 2 * origin), (hi <= origin / 2) & (lo >= 2 * origin))
+    origin = np.where(exact, origin, 0.0)[..., None, :]
+    X -= origin
+    return X, origin
+
+
+def shift_back(moved, C, origin):
+    """The trajectory in the data's coordinates: the run's centers plus ``origin``, the first centers ``C``
+    exactly as given (``origin`` None: no frame was chosen, ``moved`` is in the data's coordinates)."""
+    if origin is None:
+        return moved
+    centers = moved.centers + origin
+    centers[0] = C
+    return Trajectory(centers=centers, labels=moved.labels, assignments=moved.assignments)
 
 
 def _column_stats(X, width=64):
@@ -101,22 +130,3 @@ def _labels(Y, ties=False):
 def _below_one(part, labels):
     """Whether each row's entry at ``labels`` is below 1 (a nan is not)."""
     return np.take_along_axis(part, labels[..., None], axis=-1)[..., 0] < 1.0
-
-
-def _check_resolution(model, X, origin=0.0):
-    """Warn when two distinct points of a task (``X`` as the run measures it, from ``origin``) are closer than
-    ``model.resolution`` says its point self-attention can tell apart (no resolution: nothing to check)."""
-    if model.resolution is None:
-        return
-    origin = np.broadcast_to(origin, X.shape[:-2] + (1, X.shape[-1]))
-    tasks = [("", X, origin)] if X.ndim == 2 else [(f" of task {b}", X[b], origin[b]) for b in range(len(X))]
-    for where, Xb, ob in tasks:
-        pair, limit = closest_distinct_pair(Xb), model.resolution(Xb)
-        if pair is not None and pair[2] < limit:
-            i, l, sq = pair
-            warnings.warn(f"{model.name}: the points {i} and {l}{where} ({(Xb[i] + ob[0]).tolist()} and "
-                          f"{(Xb[l] + ob[0]).tolist()}) are distinct, but their squared distance {sq:.3g} is below "
-                          f"{limit:.3g}, what the point self-attention (SAX) can resolve: where they are assigned to "
-                          "different centers it resets each with the other's assignment, and the run need not equal "
-                          "its classical algorithm", stacklevel=3)
-            return

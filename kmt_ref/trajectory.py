@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import check_callable, check_finite, check_n_steps
-from .geometry import iterate_objectives
+from .objective import iterate_objectives
 
 __all__ = ["Trajectory", "iterate"]
 

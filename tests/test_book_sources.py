@@ -247,12 +247,12 @@ def test_headings_write_k_in_italics(page):
 
 
 def test_every_lemma_proposition_and_theorem_has_a_symbolic_check_cell():
-    """Each statement box is followed by a cell that runs its check by computer algebra (kmt_ref.symbolic on the
+    """Each statement box is followed by a cell that runs its check by computer algebra (kmt_ref.symbolic* on the
     weights, kmt_ref.symbolic_formulas on the formulas) after its proof and before the next statement; a statement
     whose proof comes right before the next statement's box may share that one's check, and a statement proved
     later ("Proof of ...") is checked after that proof."""
     box = re.compile(r"```\{prf:(lemma|proposition|theorem|corollary)\}[^\n]*\n:label: (\S+)")
-    check = re.compile(r"symbolic(_formulas)?\.\w+\(")
+    check = re.compile(r"symbolic(_formulas|_variants|_engines)?\.\w+\(")
     unchecked = []
     for page in pages():
         text = (BOOK / f"{page}.md").read_text()

@@ -192,3 +192,25 @@ def test_empty_cluster_is_certified_only_past_float64_underflow():
     for gamma in (0.1, 1e4):
         dev, _, _ = _deviation(X, init, 2, gamma)
         assert np.all(dev <= exactness_certificate(X, init, 2, gamma).bound)
+
+
+def test_the_margins_subtract_the_float_allowance_where_it_decides():
+    # Centers 0 and 1, a point 0.5 - h with h = 5e-15: its exact margin D_1 - D_0 = 2h (from the float's exact
+    # value) is below the allowance 2 sigma, sigma = 4 (d + 2) eps (2 max|x|)^2, for rounded squared distances.
+    # With the allowance the certificate may not call its assignment exact; without it, it does.
+    from fractions import Fraction
+
+    from kmt_ref.certificate import exactness_certificate
+
+    X = np.array([[0.5 - 5e-15], [0.0], [1.0], [0.1], [0.9]])
+    init = np.array([[0.0], [1.0]])
+    x = Fraction(float(X[0, 0]))
+    exact_margin = float((x - 1) ** 2 - x**2)
+    sigma = 4 * (1 + 2) * np.finfo(float).eps * (2 * 1.0) ** 2
+    assert 0 < exact_margin < 2 * sigma
+    with_allowance = exactness_certificate(X, init, 1, 1e20)
+    exact_rule = exactness_certificate(X, init, 1, 1e20, float_allowance=False)
+    # to the rounding of squared distances near 1/4 (the allowance itself is 100 times larger)
+    np.testing.assert_allclose(with_allowance.margins[0], exact_margin - 2 * sigma, rtol=0, atol=4e-16)
+    np.testing.assert_allclose(exact_rule.margins[0], exact_margin, rtol=0, atol=4e-16)
+    assert not with_allowance.assignments_exact and exact_rule.assignments_exact

@@ -138,7 +138,8 @@ def test_kmeans_plusplus_with_duplicates_only_falls_back_to_uniform():
 def test_nearest_center_and_assigned_distances_match_scipy_cdist():
     from scipy.spatial.distance import cdist
 
-    from kmt_ref.geometry import assigned_squared_distances, nearest_center
+    from kmt_ref.geometry import nearest_center
+    from kmt_ref.objective import assigned_squared_distances
 
     rng = np.random.default_rng(7)
     X, C = rng.normal(size=(500, 3)) * 10, rng.normal(size=(6, 3)) * 10
@@ -172,7 +173,7 @@ def test_iterate_records_every_iterate_of_a_step_and_nothing_else():
 
 
 def test_iterate_objectives_is_the_objective_of_each_iterate_for_a_task_and_a_batch():
-    from kmt_ref.geometry import iterate_objectives
+    from kmt_ref.objective import iterate_objectives
 
     rng = np.random.default_rng(3)
     X, C = rng.standard_normal((2, 40, 3)), rng.standard_normal((5, 2, 4, 3))  # 5 iterates of 2 tasks

@@ -96,6 +96,10 @@ def test_every_committed_report_shows_no_negative_zero(capsys):
     import re
 
     for name in EXPERIMENTS:
-        assert main(["reproduce", name, "--report"]) == 0
+        try:
+            assert main(["reproduce", name, "--report"]) == 0
+        except SystemExit:  # nothing committed for it yet: no report for a reader to see
+            assert "results for" in capsys.readouterr().err
+            continue
         text = capsys.readouterr().out
         assert not re.search(r"(?<![\w.])-0\.0*(?![\w.])", text), f"{name}:\n{text}"

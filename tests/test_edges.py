@@ -5,6 +5,7 @@ import pytest
 from scipy.cluster.vq import kmeans2
 
 import kmt_ref
+import kmt_ref.running
 from kmt_ref import dot_product_lloyd_transformer, kmeans_objective, lloyd, lloyd_transformer
 
 
@@ -220,7 +221,7 @@ def test_iterate_checks_what_the_step_returns(bad, match):
 def test_a_run_that_would_keep_gigabytes_of_assignments_is_refused_before_work(monkeypatch):
     import kmt_ref.layer
 
-    monkeypatch.setattr(kmt_ref.layer, "MAX_KEPT_BYTES", 8 * 10 * 50 * 3 - 1)
+    monkeypatch.setattr(kmt_ref.running, "MAX_KEPT_BYTES", 8 * 10 * 50 * 3 - 1)
     X, init = np.random.default_rng(0).random((50, 2)), np.random.default_rng(1).random((3, 2))
     with pytest.raises(ValueError, match="keep_assignments=False"):
         lloyd_transformer(2, 3).run(X, init, 10)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import kmt_ref
-from kmt_ref.engine import REFERENCE, Engine
+from kmt_ref.engine import LABELS, REFERENCE, Engine
 from kmt_ref.learning import ModelConfig, init_params, to_transformer
 from kmt_ref.learning.config import TrainConfig
 from kmt_ref.learning.train import batch_loss, train
@@ -71,3 +71,69 @@ def test_an_engine_is_a_frozen_validated_value():
         Engine(0)
     with pytest.raises(ValueError, match="threads must be an integer"):
         Engine(1.5)
+
+
+def test_the_default_run_computes_the_blocks_and_the_labels_run_is_named():
+    # A model's run at gamma = inf computes its four blocks on tokens unless the caller names the labels run.
+    from kmt_ref.kernels import labels
+
+    model = kmt_ref.lloyd_transformer(2, 3)
+    X, init, _ = kmt_ref.gaussian_mixture(np.random.default_rng(3), n=60, d=2, k=3)
+    calls = []
+    original = labels.LabelLayer.step
+
+    def counted(self, *args):
+        calls.append(1)
+        return original(self, *args)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(labels.LabelLayer, "step", counted)
+        blocks = model.run(X, init, 3)
+        assert calls == []
+        named = model.run(X, init, 3, engine=LABELS)
+        assert len(calls) == 3
+    np.testing.assert_array_equal(blocks.labels, named.labels)
+    np.testing.assert_allclose(blocks.centers, named.centers, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="choose one"):
+        Engine(reference=True, labels=True)
+
+
+def test_a_labels_run_wrong_by_one_part_in_a_million_fails_only_verify_s_labels_rows(monkeypatch):
+    # The theorem rows run the blocks: a wrong labels run must not be able to pass or fail them.
+    from kmt_ref.kernels import labels
+    from kmt_ref.programs import verify
+
+    original = labels.LabelLayer.step
+
+    def wrong(self, queries, values, kept, Q):
+        Q, assigned, shared = original(self, queries, values, kept, Q)
+        Q[..., self.x] *= 1 + 1e-6
+        return Q, assigned, shared
+
+    monkeypatch.setattr(labels.LabelLayer, "step", wrong)
+    failing = {}
+    for title, section in verify.SECTIONS.items():
+        if section in (verify.theorem21_rows, verify.theorem22_rows, verify.certificate_rows, verify.labels_rows):
+            failing[title] = [r for r in section(quick=True) if r.expect is True and not r.holds]
+    labels_title = next(t for t, s in verify.SECTIONS.items() if s is verify.labels_rows)
+    assert {t for t, rows in failing.items() if rows} == {labels_title}
+    assert len(failing[labels_title]) == len(verify.labels_rows(quick=True))  # every labels row
+
+
+def test_bench_sets_the_engines_side_by_side_and_names_the_labels_run_in_its_grid():
+    from kmt_ref.engine import LABELS
+    from kmt_ref.programs import bench
+
+    assert all(engine is LABELS for name, (_, gamma, engine) in bench.GRID_MODELS.items() if np.isinf(gamma))
+    assert {engine for _, _, engine in bench.ENGINE_MODELS.values()} == {None, LABELS}
+    rows = bench.run_grid({"n": (300,), "k": (3,), "d": (2,)}, n_iter=2, models=bench.ENGINE_MODELS)
+    assert set(rows[0]["ratios"]) >= {"2.1 blocks", "2.1 labels run", "2.2 blocks", "2.2 labels run"}
+    assert all(v["target"] is None for v in bench.grid_verdicts(rows) if "scikit" not in v["name"])
+
+
+def test_bench_engines_needs_the_grid(capsys):
+    from kmt_ref.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "--engines", "--quick"])
+    assert stop.value.code == 2 and "--engines is a grid of its own" in capsys.readouterr().err

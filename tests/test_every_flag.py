@@ -58,6 +58,7 @@ def runs(tmp):
         (kmt_main, ["verify", "--quick", "--json", "--jobs", "1"]),
         (kmt_main, ["bench", "--quick", "--repeats", "1", "--threads", "1"]),
         (kmt_main, ["bench", "--grid", "--quick", "--repeats", "1", "--out", f"{out}/grid.json"]),
+        (kmt_main, ["bench", "--grid", "--engines", "--quick", "--repeats", "1"]),
         (kmt_main, ["train", "--quick", "--tokens", "d", "--seed", "3", "--n", "24", "--d", "2", "--k", "3",
                     "--tau", "0.5", "--steps", "2", "--lr", "0.001", "--threads", "2", "--results-dir", out]),
         (kmt_main, ["train", "--paper", "--n", "24", "--steps", "1", "--precision", "float32", "--results-dir", out]),

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import kmt_ref
-from kmt_ref import attention, kernels
-from kmt_ref.engine import REFERENCE, Engine
+from kmt_ref import attention, kernels, normalizers, products
+from kmt_ref.engine import LABELS, REFERENCE, Engine
 from kmt_ref.kernels import pool
 from kmt_ref.layer import transformer_layer
 from kmt_ref.learning.model import ModelConfig, init_params, to_transformer
@@ -263,7 +263,7 @@ def test_the_hardmax_added_where_it_is_not_zero_equals_the_dense_add(k):
     tokens = rng.normal(size=(200, k + 3))
     before = scores.copy()
     with np.errstate(invalid="ignore"):
-        dense = tokens[:, 1 : k + 1] + attention.hardmax_average(scores)
+        dense = tokens[:, 1 : k + 1] + normalizers.hardmax_average(scores)
         added = kernels.plain.add_members(tokens.copy()[:, 1 : k + 1], *kernels.plain.hardmax_members(scores))
     np.testing.assert_array_equal(added, dense)
     np.testing.assert_array_equal(scores, before)
@@ -285,7 +285,7 @@ def test_the_dot_hardmax_from_blas_has_the_members_of_the_fixed_order_scores(r):
     queries[5, 0], queries[6] = np.nan, 1e308
     with np.errstate(invalid="ignore", over="ignore"):
         got = kernels.plain.dot_hardmax_members(queries, keys)
-        want = kernels.plain.hardmax_members(attention.fixed_order_scores("dot", queries, keys))
+        want = kernels.plain.hardmax_members(products.fixed_order_scores("dot", queries, keys))
     assert got[1].keys() == want[1].keys() and 5 in want[1]
     for i, w in want[1].items():
         np.testing.assert_array_equal(got[1][i], w)
@@ -302,7 +302,7 @@ LABEL_MODELS = {"Theorem 2.1": kmt_ref.lloyd_transformer, "Theorem 2.2": kmt_ref
 
 @pytest.mark.parametrize("name", sorted(LABEL_MODELS))
 def test_a_run_on_labels_computes_the_layers_assignments_and_its_centers_to_rounding(name):
-    # The fast engine runs the validated constructions at gamma = inf on labels; the reference engine on the
+    # The labels engine runs the validated constructions at gamma = inf on labels; the reference engine on the
     # residual sums. Ties (integer data), an empty cluster, a batch, and both settings of keep_assignments.
     model = LABEL_MODELS[name](2, 4)
     assert (kernels.labels.label_layer(model) is not None) == ("paper" not in name)
@@ -311,20 +311,20 @@ def test_a_run_on_labels_computes_the_layers_assignments_and_its_centers_to_roun
     init = X[:, :4].copy()
     init[0, 3] = [50.0, 50.0]  # far from every point: empty
     with pytest.warns(UserWarning, match="shares point"):
-        fast = model.run(X, init, 4)
+        fast = model.run(X, init, 4, engine=LABELS)
     with pytest.warns(UserWarning, match="shares point") as told:
         ref = model.run(X, init, 4, engine=REFERENCE)
-    lean = model.run(X, init, 4, keep_assignments=False, warn=False)
+    lean = model.run(X, init, 4, keep_assignments=False, warn=False, engine=LABELS)
     np.testing.assert_allclose(fast.centers, ref.centers, rtol=0, atol=1e-13)
     np.testing.assert_array_equal(fast.labels, ref.labels)
     np.testing.assert_array_equal(fast.assignments, ref.assignments)
     np.testing.assert_array_equal(lean.centers, fast.centers)
     np.testing.assert_array_equal(lean.labels, fast.labels)
     with pytest.warns(UserWarning) as again:
-        model.run(X, init, 4)
+        model.run(X, init, 4, engine=LABELS)
     assert str(again[0].message) == str(told[0].message)  # the same first shared point
     for b in range(3):
-        alone = model.run(X[b], init[b], 4, warn=False)
+        alone = model.run(X[b], init[b], 4, warn=False, engine=LABELS)
         np.testing.assert_array_equal(fast.centers[:, b], alone.centers)
 
 
@@ -580,22 +580,22 @@ def test_equal_rows_of_weights_give_equal_rows_of_the_product():
     W[[1, 4]] = W[3]  # three equal rows
     W[5] = W[0][::-1]  # the same entries in other places: another row
     V = rng.standard_normal((1000, 3)) + 1e3
-    out = attention.rows_product(W, V)
+    out = products.rows_product(W, V)
     np.testing.assert_array_equal(out[1], out[3])
     np.testing.assert_array_equal(out[4], out[3])
     np.testing.assert_allclose(out, W @ V, rtol=1e-13)
     assert not np.array_equal(out[5], out[0])
-    first, inverse = attention._row_groups(W)
+    first, inverse = products._row_groups(W)
     assert first.tolist() == [0, 1, 2, 5] and inverse.tolist() == [0, 1, 2, 1, 1, 3]
-    assert attention._row_groups(W[[0, 2, 5]]) is None
+    assert products._row_groups(W[[0, 2, 5]]) is None
     # rows with the same sum and the same first non-zero entry, equal or not, are told apart by their entries
     same_key = np.array([[1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [1.0, 2.0, 3.0], [0.0, -0.0, 0.0], [-0.0, 0.0, -0.0]])
-    first, inverse = attention._row_groups(same_key)
+    first, inverse = products._row_groups(same_key)
     assert first.tolist() == [0, 1, 3] and inverse.tolist() == [0, 1, 0, 2, 2]
-    keyed = attention.rows_product(same_key, V[:3])
+    keyed = products.rows_product(same_key, V[:3])
     np.testing.assert_array_equal(keyed[0], keyed[2])
     np.testing.assert_allclose(keyed, same_key @ V[:3], rtol=1e-14)
-    batch = attention.rows_product(np.stack([W, W[::-1]]), V)  # a task at a time
+    batch = products.rows_product(np.stack([W, W[::-1]]), V)  # a task at a time
     np.testing.assert_array_equal(batch[0], out)
     np.testing.assert_array_equal(batch[1][[1, 2, 4]], out[[4, 3, 1]])
 
@@ -605,7 +605,7 @@ def test_fixed_order_scores_are_the_sums_in_order_whatever_the_chunks(score, mon
     rng = np.random.default_rng(1)
     A, B = rng.standard_normal((2, 7, 5)) * 1e3, rng.standard_normal((2, 4, 5))
     A[:, 3] = A[:, 0]  # equal queries score equal
-    whole = attention.fixed_order_scores(score, A, B)
+    whole = products.fixed_order_scores(score, A, B)
     for b, a, c in np.ndindex(2, 7, 4):
         terms = A[b, a] * B[b, c] if score == "dot" else -((A[b, a] - B[b, c]) ** 2)
         total = 0.0
@@ -613,9 +613,9 @@ def test_fixed_order_scores_are_the_sums_in_order_whatever_the_chunks(score, mon
             total += t
         assert whole[b, a, c] == total
     np.testing.assert_array_equal(whole[:, 3], whole[:, 0])
-    np.testing.assert_allclose(whole, attention.SCORES[score](A, B), rtol=1e-12, atol=1e-6)
-    monkeypatch.setattr(attention, "FIXED_ORDER_ELEMENTS", 4)  # one query row at a time
-    np.testing.assert_array_equal(attention.fixed_order_scores(score, A, B), whole)
+    np.testing.assert_allclose(whole, products.SCORES[score](A, B), rtol=1e-12, atol=1e-6)
+    monkeypatch.setattr(products, "FIXED_ORDER_ELEMENTS", 4)  # one query row at a time
+    np.testing.assert_array_equal(products.fixed_order_scores(score, A, B), whole)
 
 
 def test_the_reference_engine_labels_a_near_tie_as_exact_arithmetic_does():
@@ -623,7 +623,7 @@ def test_the_reference_engine_labels_a_near_tie_as_exact_arithmetic_does():
     C = np.array([[1.05, -.95, -.95], [.05, .05, .05], [1.05, 2.05, .05], [1.05, 1.05, 1.05]])
     X = np.vstack([[1., 1., 0.], C])
     assert kmt_ref.lloyd(X, C, 1).labels[0].tolist() == [2, 0, 1, 2, 3]
-    for engine in (Engine(), REFERENCE):
+    for engine in (Engine(), LABELS, REFERENCE):
         assert kmt_ref.lloyd_transformer(3, 4).run(X, C, 1, engine=engine).labels[0].tolist() == [2, 0, 1, 2, 3]
 
 
@@ -635,7 +635,7 @@ def test_centers_equal_in_exact_arithmetic_are_computed_equal_and_their_tie_is_k
     X = np.array([[c + j * np.spacing(c)] for c in (1000 - .125, 1000 - .1875) for j in range(-3, 4)])
     C = np.array([[1000 - .1875], [1000 - .125], [1000 - .125]])
     with pytest.warns(UserWarning, match="layer 1 shares point 0 between centers 1, 2"):
-        runs = [kmt_ref.lloyd_transformer(1, 3).run(X, C, 2, engine=engine) for engine in (Engine(), REFERENCE)]
+        runs = [kmt_ref.lloyd_transformer(1, 3).run(X, C, 2, engine=engine) for engine in (Engine(), LABELS, REFERENCE)]
     for run in runs:
         assert run.centers[1, 1, 0] == run.centers[1, 2, 0]
         np.testing.assert_array_equal(run.assignments[:, :7], [[[0, 0.5, 0.5]] * 7] * 2)
@@ -662,7 +662,7 @@ def test_two_clusters_emptied_in_one_layer_get_the_same_center_in_both_engines(b
         C = X[:5].copy()
         C[0], C[4] = rng.uniform(5, 9, 3), -rng.uniform(5, 9, 3)
         runs = []
-        for engine in (Engine(), REFERENCE):
+        for engine in (Engine(), LABELS, REFERENCE):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 runs.append(model.run(X, C, 3, engine=engine, warn=True))

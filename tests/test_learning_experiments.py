@@ -402,3 +402,58 @@ def test_the_tied_verdict_names_the_closed_forms_that_meet_both_thresholds():
     entry = interpret.symmetric_summary({"standard": [], "tied": rows})["tied"]["tied layer"]
     assert entry["describe"] == ["A"]  # B misses F1 on one seed; the standard layer is no closed form
     assert entry["best"] == [("B", 0.1), ("A", 0.2)]
+
+
+def test_full_group_averages_both_layers_over_ids_coordinates_and_reflections(tiny):
+    from kmt_ref.programs import interpret, reports
+
+    os.makedirs(os.path.join(tiny, "quick"), exist_ok=True)
+    with open(os.path.join(tiny, "quick", "interpret.json"), "w") as f:  # what it reads of an interpret run
+        json.dump(dict(soft_beta=2.0, fits={"3": dict(beta=4.0, sharpness=6.0)}), f)
+    out = registry.run_experiment("full-group", "quick", tiny, progress=False)
+    assert [r["seed"] for r in out["standard"]] == [r["seed"] for r in out["tied"]] == [0, 1]
+    for row in out["standard"] + out["tied"]:
+        target = row["fidelity"]["fully averaged layer"]
+        assert {"Lloyd", "layer", "transformed twin", "another fully averaged layer", "circuit, distilled",
+                "leaky, distilled", "soft k-means, distilled"} <= set(target)
+        # a second average is nearer the average than the layer itself (a tiny trained layer is not symmetric)
+        assert target["another fully averaged layer"]["one_step_ratio"]["median"] < \
+            target["layer"]["one_step_ratio"]["median"]
+    summary = interpret.symmetric_summary(out)
+    assert set(summary) == {"standard", "tied"} and "floor" in summary["tied"]["fully averaged layer"]
+    assert "transformed twin" not in summary["standard"]["fully averaged layer"]["closed_forms"]
+    lines = reports.full_group(out)
+    assert sum("target:" in line for line in lines) == 2
+
+
+def test_a_group_averaged_step_is_the_step_of_a_layer_that_has_the_symmetries():
+    # The Lloyd construction in the learned format commutes with every relabelling, coordinate permutation and
+    # reflection x -> 1 - x: its average over any sample of the group is its own step, to rounding.
+    from kmt_ref import lloyd_transformer
+    from kmt_ref.learning.model import params_from_transformer
+    from kmt_ref.programs.fidelity import cube_symmetries, group_averaged_step
+
+    theta, config = params_from_transformer(lloyd_transformer(3, 4, gamma=50.0, config="all-attention"))
+    rng = np.random.default_rng(1)
+    X, C = rng.random((2, 30, 3)), rng.random((2, 4, 3))
+    elements = cube_symmetries(rng, 4, 3, 5)
+    assert any(flips.any() for _, _, flips in elements) and any((coords != np.arange(3)).any()
+                                                                for _, coords, _ in elements)
+    own = group_averaged_step(theta, config, [(np.arange(4), np.arange(3), np.zeros(3, bool))])(X, C)
+    np.testing.assert_allclose(group_averaged_step(theta, config, elements)(X, C), own, rtol=0, atol=1e-12)
+    moved = group_averaged_step(theta, config, elements[:1])(X, C)
+    np.testing.assert_allclose(moved, own, rtol=0, atol=1e-12)
+
+
+def test_the_symmetric_layer_is_evaluated_beside_the_others_and_moves_by_rounding_under_the_group(tiny):
+    from kmt_ref.programs import reports
+
+    registry.run_experiment("learning", "quick", tiny, progress=False)  # the standard layers of the same seeds
+    out = registry.run_experiment("symmetric-layer", "quick", tiny, progress=False)
+    assert out["seeds"] == out["standard_seeds"] == [0, 1] and out["tied_seeds"] == []
+    assert all(np.isfinite(v) for v in out["symmetric_final"] + out["lloyd_final"] + out["standard_final"])
+    assert max(out["group_change_worst"]) < 1e-12  # equivariant by construction, to rounding
+    assert set(out["scalars"][0]) == {"CAX", "SAX", "CAC", "SAC"}
+    assert set(out["scalars"][0]["CAC"]["v"]) == {"alpha", "lambda", "nu", "kappa"}
+    text = "\n".join(reports.symmetric_layer(out))
+    assert "tied not trained" in text and "CAX: q " in text

@@ -70,3 +70,29 @@ def test_lloyd_random_point_rule_moves_an_empty_center_onto_a_data_point():
         lloyd(X, init, 1, empty_cluster="random_point")
     with pytest.raises(ValueError, match="empty_cluster"):
         lloyd(X, init, 1, empty_cluster="nearest")
+
+
+def test_the_smoothed_loss_is_its_formula_on_a_task_computed_by_hand():
+    # Points 0 and 2, centers 0 and 1, tau = 1/2: r = [[0, 1], [4, 1]], and each row's softmax of -r / tau
+    # weighs its r: e^-2 / (1 + e^-2) for the first point, (4 e^-6 + 1) / (1 + e^-6) for the second.
+    X, C = np.array([[[0.0], [2.0]]]), np.array([[[0.0], [1.0]]])
+    by_hand = np.exp(-2) / (1 + np.exp(-2)) + (4 * np.exp(-6) + 1) / (1 + np.exp(-6))
+    np.testing.assert_allclose(smoothed_objective(X, C, 0.5), [by_hand], rtol=1e-14)
+
+
+def test_the_training_loss_is_the_smoothed_objective_at_the_run_s_temperature():
+    # batch_loss: the mean over tasks of sum_i sum_j softmax_j(-r_ij / tau) r_ij of the layer's centers, at
+    # config.tau exactly (written out here in NumPy, apart from the library's loss).
+    from kmt_ref.learning.config import TrainConfig
+    from kmt_ref.learning.model import forward, init_params
+    from kmt_ref.learning.train import batch_loss
+
+    config = TrainConfig(d=2, k=3, n=12, batch=2, tau=0.37)
+    rng = np.random.default_rng(4)
+    theta = init_params(config.model, rng)
+    X, init = rng.random((2, 12, 2)), rng.random((2, 3, 2))
+    C = forward(theta, X, init, config.model)
+    r = ((X[:, :, None, :] - C[:, None, :, :]) ** 2).sum(-1)
+    w = np.exp(-(r - r.min(-1, keepdims=True)) / 0.37)
+    want = np.mean(np.sum(w / w.sum(-1, keepdims=True) * r, axis=(1, 2)))
+    np.testing.assert_allclose(batch_loss(theta, X, init, config), want, rtol=1e-12)

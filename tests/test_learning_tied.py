@@ -11,7 +11,8 @@ from kmt_ref import lloyd_transformer
 from kmt_ref.engine import REFERENCE, Engine
 from kmt_ref.learning import checkpoint
 from kmt_ref.learning.config import TrainConfig
-from kmt_ref.learning.model import ModelConfig, forward, init_params, params_from_transformer, run_steps, tie, unflatten
+from kmt_ref.learning.model import ModelConfig, forward, init_params, params_from_transformer, run_steps, unflatten
+from kmt_ref.learning.sharing import tie
 from kmt_ref.learning.train import batch_loss, load_result, train
 from kmt_ref.tasks import sample_tasks
 
@@ -74,7 +75,7 @@ def test_relabelled_agreement_is_rounding_for_a_tied_layer_and_order_one_for_an_
 
 @pytest.mark.parametrize("k_run", [2, 4, 7])
 def test_the_construction_is_a_tied_model_and_runs_lloyd_at_any_k(k_run):
-    phi, config = params_from_transformer(lloyd_transformer(2, 4, gamma=40.0, config="all-attention"), tied=True)
+    phi, config = tie(*params_from_transformer(lloyd_transformer(2, 4, gamma=40.0, config="all-attention")))
     assert config == ModelConfig(2, 4, tied=True)
     X, init = sample_tasks(np.random.default_rng(k_run), 3, n=25, d=2, k=k_run)
     ours = run_steps(phi, X, init, config.at_k(k_run), 4)
@@ -183,7 +184,7 @@ def test_nearest_tied_model_is_a_projection():
 
 
 def test_id_structure_is_one_for_tied_maps_and_small_for_random_ones():
-    from kmt_ref.learning.model import id_structure
+    from kmt_ref.learning.sharing import id_structure
 
     built, config = params_from_transformer(lloyd_transformer(3, 4, gamma=20.0, config="all-attention"))
     assert set(id_structure(built, config).values()) == {1.0}
@@ -198,8 +199,8 @@ def test_symmetries_are_rounding_for_a_layer_that_has_them_and_the_nulls_are_wha
 
     from kmt_ref import lloyd_transformer
     from kmt_ref.classical import lloyd
-    from kmt_ref.geometry import kmeans_objective
     from kmt_ref.learning.model import params_from_transformer, run_steps
+    from kmt_ref.objective import kmeans_objective
     from kmt_ref.programs import experiments
 
     X, init = sample_tasks(np.random.default_rng(2), 8, n=30, d=3, k=4)

@@ -299,12 +299,12 @@ def test_a_read_only_folder_is_found_before_step_one(tmp_path):
 
 
 def test_the_probe_refuses_an_unwritable_folder_whoever_runs(tmp_path, monkeypatch):
-    import kmt_ref._validation as validation
+    import kmt_ref._paths as paths
 
     def refused(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(validation.tempfile, "TemporaryFile", refused)
+    monkeypatch.setattr(paths.tempfile, "TemporaryFile", refused)
     steps = []
     with pytest.raises(ValueError, match="cannot be written to"):
         train(CONFIG, checkpoint=str(tmp_path / "run.npz"), progress=False, on_step=steps.append)
@@ -321,7 +321,7 @@ def test_two_runs_on_one_checkpoint_path_the_second_is_refused(tmp_path):
 
 
 def test_no_checkpoint_is_written_through_a_link_into_the_committed_results(tmp_path):
-    from kmt_ref._validation import COMMITTED_RESULTS
+    from kmt_ref._paths import COMMITTED_RESULTS
 
     os.symlink(os.path.join(COMMITTED_RESULTS, "learning"), tmp_path / "learning")
     with pytest.raises(ValueError, match="committed results"):

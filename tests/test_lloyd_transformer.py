@@ -365,7 +365,7 @@ def test_at_gamma_inf_a_tie_is_warned_about_where_the_run_leaves_lloyd(build):
 def test_by_default_a_run_names_the_first_point_its_hardmax_shares(build):
     import warnings
 
-    from kmt_ref.engine import REFERENCE, Engine
+    from kmt_ref.engine import LABELS, REFERENCE, Engine
 
     g = np.array([[0, 0, 0], [2, 0, 0], [1, 0, 0], [1, 1, 0], [0, 2, 0], [2, 2, 0]], dtype=float)
     X = np.vstack([g, g + 5])
@@ -377,7 +377,7 @@ def test_by_default_a_run_names_the_first_point_its_hardmax_shares(build):
             build(3, 3).run(X, init, 3, engine=engine, **({} if warn is None else dict(warn=warn)))
         return [str(w.message) for w in out]
 
-    for engine in (Engine(), REFERENCE):  # the default is warn="ties": read off the layer's own output
+    for engine in (Engine(), LABELS, REFERENCE):  # the default is warn="ties": read off the layer's own output
         (message,) = said(None, engine=engine)
         assert ("layer 1 shares point 2 between centers 0, 1 (their scores tie; 6 points shared at that layer), "
                 "where the classical algorithm gives it to center 0") in message
@@ -399,7 +399,7 @@ def test_by_default_a_run_names_the_first_point_its_hardmax_shares(build):
 
 @pytest.mark.parametrize("config", ["validated", "paper", "all-attention"])
 def test_an_empty_cluster_s_mean_is_the_points_sum_over_their_count_so_an_exact_tie_survives(config):
-    from kmt_ref.engine import REFERENCE, Engine
+    from kmt_ref.engine import LABELS, REFERENCE, Engine
 
     # Centers 2 and 4 lose their points: each moves to the mean of all points, which sum to 0 exactly; center 3
     # keeps the points at the origin. So three centers are at the origin and the points there are tied, as
@@ -409,7 +409,7 @@ def test_an_empty_cluster_s_mean_is_the_points_sum_over_their_count_so_an_exact_
     init = np.array([[0.22, 4.65], [-3.84, -3.68], [2.36, 0.59], [0.21, 1.59], [3.80, -2.28]])
     ref = lloyd(X, init, 3)
     assert ref.labels[1].tolist() == [1, 2, 1, 2, 0, 0] and np.all(ref.centers[1, 2:] == 0)
-    for engine in (Engine(), REFERENCE):
+    for engine in (Engine(), LABELS, REFERENCE):
         # the points at the origin stay shared by the three centers there, to the last layer
         with pytest.warns(UserWarning, match="33% of the points have split assignments after the last layer"), \
                 pytest.warns(UserWarning, match="point 1 is exactly as near to center 2 as to centers 3, 4"):
@@ -433,3 +433,20 @@ def test_the_cac_variants_assume_no_tie_as_well():
             warnings.simplefilter("always")
             model.run(X, X[[0, 1, 4]], 2, warn=True, **options)
         assert "point 2 is exactly as near to center 0 as to center 1" in str(said[0].message), name
+
+
+def test_the_frame_shifts_a_coordinate_only_where_the_shift_is_exact():
+    # Sterbenz: x - o is exact for o/2 <= x <= 2o. Coordinate 0 lies in [1000, 1500] (shifted by its lower
+    # median, exactly); coordinate 1 reaches 1e-3 with a median near 1.5 (not shifted: 1e-3 - 1.5 rounds).
+    from kmt_ref.readout import choose_frame
+
+    rng = np.random.default_rng(2)
+    X = np.column_stack([rng.uniform(1000, 1500, 41), np.r_[1e-3, rng.uniform(1, 2, 40)]])
+    C = X[:3].copy()
+    model = lloyd_transformer(2, 3)
+    shifted, origin = choose_frame(model, X.copy(), C)
+    assert origin[0, 0] == np.sort(X[:, 0])[20] and origin[0, 1] == 0.0
+    np.testing.assert_array_equal(shifted + origin, X)  # every shift undone exactly
+    np.testing.assert_array_equal(shifted[:, 1], X[:, 1])
+    run = model.run(X, C, 3)
+    np.testing.assert_array_equal(run.labels, kmt_ref.lloyd(X, C, 3).labels)

@@ -5,8 +5,17 @@ import pytest
 from scipy.optimize import brentq, linprog, minimize
 from scipy.stats import chisquare
 
-from kmt_ref.attention import NORMALIZERS, Block, attend, hardmax, hardmax_average, softmax
-from kmt_ref.normalizers import entmax15, gumbel_max, gumbel_softmax, normmax2, normmax_inf, sparsemax
+from kmt_ref.attention import NORMALIZERS, Block, attend, softmax
+from kmt_ref.normalizers import (
+    entmax15,
+    gumbel_max,
+    gumbel_softmax,
+    hardmax,
+    hardmax_average,
+    normmax2,
+    normmax_inf,
+    sparsemax,
+)
 
 RNG_SEEDS = range(20)
 SIMPLEX = [{"type": "eq", "fun": lambda p: np.sum(p) - 1.0}]

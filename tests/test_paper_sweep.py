@@ -78,9 +78,9 @@ def test_coverage_counts_the_cells_of_each_n():
 def test_a_cell_keeps_no_assignment_record(monkeypatch):
     # The full grid's largest cells (n = 1e6, k = 50) would record gigabytes of assignment weights; a cell
     # needs only the centers, so it must run under any record limit.
-    import kmt_ref.layer as layer
+    import kmt_ref.running as running
 
-    monkeypatch.setattr(layer, "MAX_KEPT_BYTES", 1)
+    monkeypatch.setattr(running, "MAX_KEPT_BYTES", 1)
     X, init = ps.authors_task(np.random.default_rng(0), 200, 2, 5, 3.0)
     losses = ps.cell_losses(X, init, [1.0, 100.0])
     assert all(np.isfinite(losses))

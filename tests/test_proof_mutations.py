@@ -15,8 +15,9 @@ import pytest
 
 pytest.importorskip("sympy", reason="needs sympy, of the test extra: pip install -e '.[test]'")
 
-from kmt_ref import layer, normalizers, symbolic_formulas  # noqa: E402
+from kmt_ref import engine, layer, normalizers, symbolic_formulas  # noqa: E402
 from kmt_ref.dot_product_transformer import dot_product_weights, norm_writing_ffn  # noqa: E402
+from kmt_ref.kernels import labels, plain  # noqa: E402
 from kmt_ref.lloyd_transformer import assemble_blocks, equation5_weights  # noqa: E402
 from kmt_ref.programs.proofs import symbolic_rows  # noqa: E402
 from kmt_ref.variants import VARIANTS, leaky, soft, spherical, trimmed  # noqa: E402
@@ -58,6 +59,21 @@ MUTATIONS = {
     "Theorem 2.2's CAX query off by 1e-9": (
         dot_product_weights, "Wq_x, Wk_x = 2.0 * P_x", "Wq_x, Wk_x = (2.0 + 1e-9) * P_x",
         ("Thm 2.2 validated", "CAX score and value")),
+    "the labels run: an empty cluster keeps its old center": (
+        labels.LabelLayer.step, "means[empty] = np.sum(values[b], axis=0) / values.shape[-2]",
+        "means[empty] = Q[b, :, rows][empty]",
+        ("Thm 2.1 validated", "the labels run's layer, exact")),
+    "the labels run: a shared point weighs 1 in each cluster": (
+        labels._member_sums, "weights[columns[i] : columns[i + 1]] = shared[i][nz]",
+        "weights[columns[i] : columns[i + 1]] = 1.0",
+        ("Thm 2.2 validated", "the labels run's layer, exact")),
+    "the dense kernels: a tied point's row weighs 1 on each nearest key": (
+        plain.tie_shares, "nearest / np.count_nonzero(nearest)", "nearest * 1.0",
+        ("Thm 2.1 validated", "the dense kernels' layer, exact")),
+    "the dense kernels: a residual adds its first block only": (
+        engine.Engine.residual, "for Zk, block in ((Zk1, block1), (Zk2, block2)):",
+        "for Zk, block in ((Zk1, block1),):",
+        ("Thm 2.1 paper", "the dense kernels' layer, exact")),
     "entmax-1.5 with the other root as its threshold": (
         normalizers.entmax15, "tau = mean - np.sqrt(", "tau = mean + np.sqrt(",
         ("normalizer", "the library's entmax-1.5 is its definition")),

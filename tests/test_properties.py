@@ -11,7 +11,11 @@ import pytest
 from scipy.cluster.vq import kmeans2
 
 from kmt_ref import dot_product_lloyd_transformer, lloyd, lloyd_transformer
+from kmt_ref.engine import LABELS, REFERENCE, Engine
 from kmt_ref.geometry import squared_distances
+
+#: The engines a run may take: the dense kernels (the default), the labels run, the reference attention.
+ENGINES = {"dense kernels": Engine(), "labels run": LABELS, "reference": REFERENCE}
 
 pytest.importorskip("hypothesis", reason="needs hypothesis, of the test extra: pip install -e '.[test]'")
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
@@ -96,19 +100,18 @@ def test_every_construction_at_gamma_inf_equals_lloyd(problem, config, theorem):
 
 
 @SETTINGS
-@given(problems(max_n=16), st.sampled_from(["validated", "all-attention", "paper"]), st.booleans())
+@given(problems(max_n=16), st.sampled_from(["validated", "all-attention", "paper"]), st.sampled_from(sorted(ENGINES)))
 def test_a_theorem_2_1_run_that_parts_from_lloyd_says_so_by_default(problem, config, reference):
     # Tie-heavy data included (grids, duplicates): with the default checks, no silent wrong answer.
     import warnings
 
-    from kmt_ref.engine import REFERENCE, Engine
 
     X, init = problem
     ref = lloyd(X, init, 4)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         traj = lloyd_transformer(X.shape[1], init.shape[0], config=config).run(
-            X, init, 4, engine=REFERENCE if reference else Engine())
+            X, init, 4, engine=ENGINES[reference])
     span = max(float(np.ptp(X)), 1e-300)
     tol = 1e-12 * span + 4 * np.spacing(float(np.max(np.abs(X))))
     parted = not np.array_equal(traj.labels, ref.labels) or np.max(np.abs(traj.centers - ref.centers)) > tol
@@ -197,13 +200,12 @@ def test_theorem_2_2_decides_as_exact_arithmetic_outside_the_rounding_of_its_nor
 
 @pytest.mark.filterwarnings("ignore:.*point self-attention")
 @SETTINGS
-@given(near_ties(), st.sampled_from(["validated", "all-attention"]), st.booleans(), st.booleans())
+@given(near_ties(), st.sampled_from(["validated", "all-attention"]), st.booleans(), st.sampled_from(sorted(ENGINES)))
 def test_theorem_2_2_names_every_point_its_rounding_may_give_to_another_center(problem, config, far, reference):
     # Within its band the dot-product CAX may part from exact arithmetic; run(warn=True) must then say so,
     # at every layer, in both engines, also when a point far out keeps the run from shifting its data.
     import warnings
 
-    from kmt_ref.engine import REFERENCE, Engine
 
     X, C = problem
     if far:
@@ -211,7 +213,7 @@ def test_theorem_2_2_names_every_point_its_rounding_may_give_to_another_center(p
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         run = dot_product_lloyd_transformer(X.shape[1], C.shape[0], config=config).run(
-            X, C, 3, warn=True, engine=REFERENCE if reference else Engine())
+            X, C, 3, warn=True, engine=ENGINES[reference])
     # (a tie, the band, or two points its dot-product SAX cannot tell apart)
     warned = any(any(reason in str(w.message) for reason in ("rounding of the dot-product scores", "exactly as near",
                                                              "point self-attention", "within rounding of a tie"))
@@ -393,13 +395,12 @@ def near_duplicates(draw):
 # Integer grids tie often and the planted pair is a near tie at small offsets: most draws are set aside by
 # design, and how many depends on the run's random draws (CI once stopped at 6 kept of 56).
 @settings(SETTINGS, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(problem=near_duplicates(), reference=st.booleans())
+@given(problem=near_duplicates(), reference=st.sampled_from(sorted(ENGINES)))
 def test_no_construction_gives_a_wrong_answer_on_near_duplicates_without_a_warning(problem, reference, construction):
     # Every construction at gamma = inf, either engine: equal to Lloyd's algorithm, or a warning before the run
     # that names two points its point self-attention cannot tell apart. Lloyd's own near ties are set aside.
     import warnings
 
-    from kmt_ref.engine import REFERENCE, Engine
 
     X, init = problem
     theorem, config = construction
@@ -409,7 +410,7 @@ def test_no_construction_gives_a_wrong_answer_on_near_duplicates_without_a_warni
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         traj = build(X.shape[1], init.shape[0], config=config).run(X, init, 3,
-                                                                   engine=REFERENCE if reference else Engine())
+                                                                   engine=ENGINES[reference])
     told = any("point self-attention" in str(w.message) for w in caught)
     if not told:
         np.testing.assert_array_equal(traj.labels, ref.labels)

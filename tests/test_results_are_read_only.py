@@ -63,7 +63,7 @@ def test_committed_results_name_no_machine_paths():
 
 @pytest.mark.slow
 def test_a_link_below_the_results_dir_into_the_committed_results_is_refused(tmp_path):
-    from kmt_ref._validation import COMMITTED_RESULTS
+    from kmt_ref._paths import COMMITTED_RESULTS
     from kmt_ref.programs.registry import run_experiment
 
     os.symlink(os.path.join(COMMITTED_RESULTS, "learning", "quick"), tmp_path / "quick")
@@ -74,7 +74,7 @@ def test_a_link_below_the_results_dir_into_the_committed_results_is_refused(tmp_
 
 
 def test_a_workbook_is_never_made_inside_the_committed_results(tmp_path):
-    from kmt_ref._validation import COMMITTED_RESULTS
+    from kmt_ref._paths import COMMITTED_RESULTS
     from kmt_ref.exercises.runner import copy_workbook
 
     with pytest.raises(ValueError, match="committed results"):

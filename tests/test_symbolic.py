@@ -11,6 +11,9 @@ import kmt_ref
 
 sp = pytest.importorskip("sympy", reason="needs sympy, of the test extra: pip install -e '.[test]'")
 symbolic = pytest.importorskip("kmt_ref.symbolic")
+symbolic_engines = pytest.importorskip("kmt_ref.symbolic_engines")
+symbolic_feedback = pytest.importorskip("kmt_ref.symbolic_feedback")
+symbolic_variants = pytest.importorskip("kmt_ref.symbolic_variants")
 
 CONSTRUCTIONS = [(kmt_ref.lloyd_transformer, c) for c in ("paper", "validated", "all-attention")] + \
                 [(kmt_ref.dot_product_lloyd_transformer, c) for c in ("validated", "all-attention")]
@@ -121,7 +124,7 @@ VARIANT_NAMES = sorted(__import__("kmt_ref.variants", fromlist=["VARIANTS"]).VAR
 def test_every_variant_s_blocks_are_proved_for_every_input(name, d, k, n):
     from kmt_ref.variants import VARIANTS
 
-    proved = symbolic.variant_lemmas(VARIANTS[name].build(d, k), n)
+    proved = symbolic_variants.variant_lemmas(VARIANTS[name].build(d, k), n)
     assert len(proved) == 3 and all(isinstance(p.latex(), str) for p in proved)
 
 
@@ -141,7 +144,7 @@ def test_every_change_of_a_variant_s_weights_that_changes_it_fails_a_lemma(name)
                 changed = _perturbed(model, block_name, matrix, index, 1.0)
                 changed = kmt_ref.KMeansTransformer(changed.layout, changed.blocks, norm=model.norm)
                 try:
-                    symbolic.variant_lemmas(changed, 2)
+                    symbolic_variants.variant_lemmas(changed, 2)
                 except symbolic.SymbolicCheckError:
                     caught += 1
                     continue
@@ -152,7 +155,8 @@ def test_every_change_of_a_variant_s_weights_that_changes_it_fails_a_lemma(name)
 
 
 def test_statements_are_typeset_for_the_book_and_stay_ascii_for_the_terminal():
-    from kmt_ref.symbolic import Identity, typeset
+    from kmt_ref.symbolic import Identity
+    from kmt_ref.symbolic_typeset import typeset
 
     assert typeset("CAX's score s_12 of center 2 for point 1, plus ||x_1 - c_2||^2: the same") == (
         r"CAX's score $s_{12}$ of center 2 for point 1, plus $\lVert x_{1} - c_{2}\rVert^2$: the same")
@@ -185,10 +189,10 @@ def test_the_lemmas_refuse_a_non_model_and_a_size_out_of_range_by_name():
 @pytest.mark.parametrize("d, k, n", [(1, 2, 3), (2, 3, 3), (3, 2, 4)])
 def test_the_library_s_own_layer_is_lloyd_s_step_in_exact_arithmetic(build, config, d, k, n):
     model = build(d, k, config=config)
-    checked = symbolic.library_layer_lemma(model, n)
+    checked = symbolic_engines.library_layer_lemma(model, n)
     assert f"{k ** n} patterns" in checked.statement
     configs = __import__(build.__module__, fromlist=["CONFIGS"]).CONFIGS
-    stated = symbolic.mechanism_lemma(model, symbolic.theorem_mechanisms(configs[config]))
+    stated = symbolic_variants.mechanism_lemma(model, symbolic_variants.theorem_mechanisms(configs[config]))
     score = "euclidean" if build is kmt_ref.lloyd_transformer else "dot"
     assert f"CAX: {score} score, hardmax (gamma = inf), no biases" in stated.statement
 
@@ -198,27 +202,27 @@ def test_the_library_s_layer_lemma_fails_on_a_layer_that_is_not_lloyd_s_step():
     cac = model.blocks["CAC"]
     biased = dict(model.blocks, CAC=dataclasses.replace(cac, bv=np.full(cac.Wv.shape[0], 1e-3)))
     with pytest.raises(symbolic.SymbolicCheckError, match="centers after one layer"):
-        symbolic.library_layer_lemma(kmt_ref.KMeansTransformer(model.layout, biased), 2)
+        symbolic_engines.library_layer_lemma(kmt_ref.KMeansTransformer(model.layout, biased), 2)
     soft = kmt_ref.lloyd_transformer(2, 2, 1.0, config="validated")  # softmax CAX: not exact arithmetic
     with pytest.raises(symbolic.SymbolicCheckError, match="CAX: euclidean score, softmax at gamma = 1"):
-        symbolic.library_layer_lemma(soft, 2)
+        symbolic_engines.library_layer_lemma(soft, 2)
 
 
 def test_exact_numbers_take_a_float_at_its_exact_value():
-    x = symbolic.ExactNumber(1, 3)
+    x = symbolic_engines.ExactNumber(1, 3)
     for value in (0.1, np.float64(1e-300), np.float32(0.3), 7, np.int64(-2)):
         for got, want in ((x * value, sp.Rational(1, 3) * sp.Rational(float(value))),
                           (value - x, sp.Rational(float(value)) - sp.Rational(1, 3)),
                           (value / x, sp.Rational(float(value)) * 3)):
-            assert type(got) is symbolic.ExactNumber and sp.Rational(got.numerator, got.denominator) == want
+            assert type(got) is symbolic_engines.ExactNumber and sp.Rational(got.numerator, got.denominator) == want
     with pytest.raises((ValueError, OverflowError)):
         x * float("inf")
 
 
 def test_a_euclidean_hardmax_decides_exact_numbers_only_where_they_are_float64():
-    from kmt_ref.attention import euclidean_hardmax_average
+    from kmt_ref.normalizers import euclidean_hardmax_average
 
-    E = symbolic.ExactNumber
+    E = symbolic_engines.ExactNumber
     keys = np.array([[E(0)], [E(1)]], dtype=object)
     assert euclidean_hardmax_average(np.array([[E(1, 4)]], dtype=object), keys).tolist() == [[1.0, 0.0]]
     with pytest.raises(ValueError, match="not one"):
@@ -232,11 +236,11 @@ def test_every_variant_states_its_mechanisms_and_a_model_at_another_parameter_fa
     variant = VARIANTS[name]
     assert variant.mechanisms is not None
     for value in variant.values:
-        assert "mechanisms are the statement's" in symbolic.prove_variant(variant, value)[0].statement
+        assert "mechanisms are the statement's" in symbolic_variants.prove_variant(variant, value)[0].statement
     if variant.parameter is not None:
         other = variant.build(2, 3, 2 * variant.values[0])
         with pytest.raises(symbolic.SymbolicCheckError):
-            symbolic.variant_lemmas(other, 3, variant.mechanisms(2, variant.values[0]))
+            symbolic_variants.variant_lemmas(other, 3, variant.mechanisms(2, variant.values[0]))
 
 
 def test_a_statement_names_the_mechanism_it_finds_wrong():
@@ -244,7 +248,7 @@ def test_a_statement_names_the_mechanism_it_finds_wrong():
 
     soft = VARIANTS["soft k-means"]
     with pytest.raises(symbolic.SymbolicCheckError, match="CAX: its gamma is 6.0, where the statement has 3.0"):
-        symbolic.variant_lemmas(soft.build(2, 3, 6.0), 3, soft.mechanisms(2, 3.0))
+        symbolic_variants.variant_lemmas(soft.build(2, 3, 6.0), 3, soft.mechanisms(2, 3.0))
     relu = kmt_ref.dot_product_lloyd_transformer(2, 2)
     relu = kmt_ref.KMeansTransformer(relu.layout, relu.blocks, ffn=dataclasses.replace(relu.ffn, activation="relu"))
     with pytest.raises(symbolic.SymbolicCheckError, match="relu2"):
@@ -281,6 +285,6 @@ def test_a_factored_message_does_not_depend_on_sympys_generator_and_leaves_it_as
     for seed in (0, 1, 2):
         sympy_random.seed(seed)
         state = sympy_random.rng.getstate()
-        messages.add(symbolic.cax_score_feedback(block, layout))
+        messages.add(symbolic_feedback.cax_score_feedback(block, layout))
         assert sympy_random.rng.getstate() == state
     assert len(messages) == 1 and "x_" in messages.pop()

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from kmt_ref import lloyd
-from kmt_ref.geometry import assigned_squared_distances, nearest_center
+from kmt_ref.geometry import nearest_center
+from kmt_ref.objective import assigned_squared_distances
 from kmt_ref.tasks import gaussian_mixture
 from kmt_ref.variants.trimmed import (
     gap_keep,

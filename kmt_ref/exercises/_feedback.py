@@ -203,16 +203,16 @@ def expect_close(got, expected, what, on, atol=1e-8, rtol=1e-6, hint=""):
 
 
 def symbolic_hint(feedback, *args):
-    """A hint line from one of :mod:`kmt_ref.symbolic`'s feedback functions (``cax_score_feedback``,
+    """A hint line from one of :mod:`kmt_ref.symbolic_feedback`'s functions (``cax_score_feedback``,
     ``cax_value_feedback``, ``cac_feedback``, ``ffn_feedback``) on ``args``: what is wrong, proved for every
     input; empty when SymPy is not installed, when nothing is wrong there (the error is elsewhere) or when it
     cannot be said exactly."""
     try:
-        from .. import symbolic
+        from .. import symbolic_feedback
     except ImportError:
         return ""
     try:
-        text = getattr(symbolic, feedback)(*args)
+        text = getattr(symbolic_feedback, feedback)(*args)
     except (ValueError, TypeError):  # a non-finite entry or a mechanism the algebra does not cover
         return ""
     return "" if text is None else f"\n  proved for every input (SymPy): {text}"

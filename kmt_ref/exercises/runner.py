@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._validation import check_not_committed, check_writable
+from .._paths import check_not_committed, check_writable
 from ._feedback import CheckFailedError
 from .solver import _where, load_function
 from .solver import start as start_solver

@@ -21,9 +21,9 @@ every construction, variant and the learned model, is a test
   machinery of :func:`~kmt_ref.lloyd` (scores in cache-sized chunks; where a
   query's two best are closer than their rounding, exact arithmetic decides,
   :func:`~kmt_ref.geometry.exact_nearest`): the sets the reference finds a
-  query at a time (:func:`~kmt_ref.attention.euclidean_hardmax_average`). A query
+  query at a time (:func:`~kmt_ref.normalizers.euclidean_hardmax_average`). A query
   with one nearest key copies its value row, and a tie averages the tied rows
-  (:func:`~kmt_ref.attention.mean_over`: no product); a layer adds the ids of the
+  (:func:`~kmt_ref.normalizers.mean_over`: no product); a layer adds the ids of the
   nearest keys (CAX's one-hot rows) where they are 1, without making the
   (m, r) weights, and so it adds the dot-product hardmax of Theorem 2.2.
 * **Euclidean softmax** is an ``autograd`` primitive with a hand-written

@@ -11,8 +11,9 @@ import autograd.numpy as anp
 import numpy as np
 
 from .._validation import check_rng
-from ..attention import NORMALIZERS, SCORES, check_tokens
+from ..attention import NORMALIZERS, check_tokens
 from ..geometry import CHUNK_ELEMENTS
+from ..products import SCORES
 from . import plain
 from .pool import CACHE_ELEMENTS
 from .softmax import SERIAL, euclidean_softmax_attention, project, query_rows

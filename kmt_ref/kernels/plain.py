@@ -11,15 +11,10 @@ face many; the softmaxes reuse the buffers of :mod:`kmt_ref.kernels.softmax`.
 
 import numpy as np
 
-from ..attention import (
-    block_scores,
-    check_linear_scores,
-    fixed_order_scores,
-    linear_average,
-    mean_of_rows,
-    rows_product,
-)
+from ..attention import block_scores, check_linear_scores, linear_average
 from ..geometry import ASSIGN_ELEMENTS, _nearest_center
+from ..normalizers import mean_of_rows
+from ..products import fixed_order_scores, rows_product
 from .softmax import add_at, euclidean_scores, softmax_columns, softmax_inplace
 
 __all__ = ["plain_chunk", "linear_over_keys", "is_identity", "euclidean_hardmax", "add_euclidean_hardmax",
@@ -50,7 +45,7 @@ def _nearest_keys(queries, keys):
 
 
 def euclidean_hardmax(queries, keys, values):
-    """Mean of the values of each query's nearest keys (:func:`~kmt_ref.attention.mean_over` of the arg-max set).
+    """Mean of the values of each query's nearest keys (:func:`~kmt_ref.normalizers.mean_over` of the arg-max set).
 
     ``values=None`` stands for the identity (the result is then the weights).
     Ranking ``-||q - k||^2`` is finding the nearest key: the arg-max set is
@@ -116,7 +111,7 @@ def max_members(t):
 def hardmax_members(scores):
     """The hardmax of one task's scores (m, r) as its members: each row's first arg-max ``labels`` (m,) and
     ``{row: its weights (r,)}`` for every row with more than one maximum (the mean over them) or a nan
-    (nan weights, as ``0 / 0``): :func:`~kmt_ref.attention.hardmax_average`'s weights, without the zeros.
+    (nan weights, as ``0 / 0``): :func:`~kmt_ref.normalizers.hardmax_average`'s weights, without the zeros.
 
     Up to ``FEW_KEYS`` keys the scores are transposed, one key per row, for :func:`max_members`.
     """
@@ -134,7 +129,7 @@ def hardmax_members(scores):
 
 
 def dot_hardmax_members(queries, keys, sizes=None):
-    """:func:`hardmax_members` of the dot scores :func:`~kmt_ref.attention.fixed_order_scores` gives, the
+    """:func:`hardmax_members` of the dot scores :func:`~kmt_ref.products.fixed_order_scores` gives, the
     same members, from BLAS's faster product where rounding cannot decide.
 
     A dot score of ``D`` terms summed in any order (BLAS's, with or without fused multiply-adds, or

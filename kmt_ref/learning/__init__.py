@@ -1,7 +1,7 @@
 """Learning the k-means transformer with autograd.
 
 Modules, in reading order (the tasks come from :mod:`kmt_ref.tasks`): ``model`` (the
-learnable one-layer transformer, built on :func:`kmt_ref.layer.transformer_layer`),
+learnable one-layer transformer, built on :func:`kmt_ref.layer.transformer_layer`), ``sharing`` (its tied form),
 ``loss`` (smoothed k-means objective), ``optim`` (Adam, plateau schedule),
 ``config`` (what defines a run), ``checkpoint``, ``progress`` and ``train`` (resumable training), ``evaluate``
 (multi-step evaluation; Lloyd on batches is :func:`kmt_ref.lloyd` itself) and

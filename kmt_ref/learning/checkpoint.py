@@ -24,7 +24,7 @@ import zipfile
 
 import numpy as np
 
-from .._validation import check_not_committed
+from .._paths import check_not_committed
 
 __all__ = ["save_checkpoint", "load_checkpoint", "check_checkpoint_dir", "checkpoint_lock",
            "stale_partial_save"]

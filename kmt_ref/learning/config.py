@@ -38,8 +38,8 @@ class TrainConfig:
         Tie the id maps so the parameters do not depend on ``k``
         (:class:`~kmt_ref.learning.model.ModelConfig`).
     symmetric : bool
-        Tie the coordinate maps too and make the layer commute with ``x -> 1 - x``
-        (:class:`~kmt_ref.learning.model.ModelConfig`): 60 scalars at every ``d`` and ``k``.
+        Every symmetry of the task law by construction: ids, coordinate permutations, reflections
+        ``x_l -> 1 - x_l`` (:class:`~kmt_ref.learning.model.ModelConfig`): 48 scalars at every ``d`` and ``k``.
     n_layers : int
         Layer applications (re-embedding between them) before the loss is
         taken; the paper trains through one. Validation compares with as many

@@ -14,7 +14,7 @@ from an independent stream, drawn the same way.
 import numpy as np
 
 from ..classical import lloyd
-from ..geometry import iterate_objectives
+from ..objective import iterate_objectives
 from ..tasks import sample_tasks
 from .model import run_steps
 

@@ -20,22 +20,23 @@ lambda I + nu 1 1^T]]`` over the ``(x, y)`` blocks (``A`` of shape ``(d, d)``,
 commutes with every permutation of the ids, and ``d^2 + 2d + 2`` numbers per
 matrix, ``d + 1`` per bias, describe it at every ``k``. The Equation 5
 matrices are projectors ``P_x``, ``+-P_y`` (``A = I`` or ``lambda = +-1``, the rest
-0), so the construction is a member (:func:`tie` of it succeeds; tested). The
+0), so the construction is a member (:func:`~kmt_ref.learning.sharing.tie` of it succeeds; tested). The
 score factor of a tied model is ``1 / sqrt(d)``, which does not depend on
 ``k`` either.
 
 **Symmetric** (``symmetric=True``, tokens ``[x | y]``): a model with every
-symmetry of the task law, by construction. Besides the ids, its maps treat
-the coordinates alike and commute with the reflection ``x -> 1 - x`` of the
-unit cube the tasks live in: each matrix is ``[[alpha I + beta 1 1^T, 0],
-[0, lambda I + nu 1 1^T]]`` and each bias ``[-(alpha + beta d) / 2 1 | kappa
-1]`` (the ``x`` part is fixed by its matrix: in the coordinates ``x - 1/2``
-every block then maps the ``x`` block oddly, so the layer commutes with
-``x - 1/2 -> -(x - 1/2)``; a map from ``x`` to the ids, or from the ids to
-``x``, would not, and is 0). Five scalars a map, 60 in all, at every ``d``
-and ``k``. The Equation 5 construction is a member: its ``-P_x`` reset's bias
-``+1/2`` cancels its ``P_x`` update's ``-1/2``, and the query and key biases
-cancel in every score. The score factor is ``1 / sqrt(d)``, as when tied.
+symmetry of the task law, by construction. The law draws its tasks in the unit
+cube and treats ids, coordinates and each coordinate's two ends alike, so its
+symmetries are the relabellings of the ids, the permutations of the coordinates
+and the reflections ``x_l -> 1 - x_l`` of any of them. A map commutes with all
+of these only if it is ``[[alpha I, 0], [0, lambda I + nu 1 1^T]]`` with the
+bias ``[-alpha / 2 1 | kappa 1]``: in the coordinates ``x - 1/2`` a reflection
+flips signs, so the ``x`` block must be odd (no bias, no map from or to the
+ids) and commute with every signed permutation (no ``beta 1 1^T``). Four
+scalars a map, 48 in all, at every ``d`` and ``k``. The Equation 5
+construction is a member: its ``-P_x`` reset's bias ``+1/2`` cancels its
+``P_x`` update's ``-1/2``, and the query and key biases cancel in every score.
+The score factor is ``1 / sqrt(d)``, as when tied.
 
 The forward pass *is* :func:`kmt_ref.layer.transformer_layer` with blocks
 built from ``theta`` -- no second layer implementation -- batched over tasks
@@ -70,8 +71,6 @@ __all__ = [
     "ModelConfig",
     "init_params",
     "unflatten",
-    "tie",
-    "id_structure",
     "blocks_from_params",
     "forward",
     "run_steps",
@@ -99,9 +98,9 @@ class ModelConfig:
         Tie the maps of the id coordinates (tokens ``"d+k"`` only; see the
         module docstring): the parameters do not depend on ``k``.
     symmetric : bool
-        Tie the coordinate maps too, and make every block commute with the
-        reflection ``x -> 1 - x`` (tokens ``"d+k"``, not with ``tied``; see
-        the module docstring): five scalars a map.
+        Every symmetry of the task law (ids, coordinate permutations,
+        reflections ``x_l -> 1 - x_l``; tokens ``"d+k"``, not with ``tied``;
+        see the module docstring): four scalars a map.
     """
 
     d: int
@@ -157,8 +156,8 @@ class ModelConfig:
 
 def _shapes(config):
     """Shape of each parameter of one block; for a tied or symmetric model, the sizes of its flat pieces."""
-    if config.symmetric:  # (alpha, beta, lambda, nu) a matrix, kappa a bias
-        return {w: (4,) if w.startswith("W") else (1,) for w in WEIGHT_NAMES}
+    if config.symmetric:  # (alpha, lambda, nu) a matrix, kappa a bias
+        return {w: (3,) if w.startswith("W") else (1,) for w in WEIGHT_NAMES}
     if config.tied:
         d = config.d
         return {w: (d * d + 2 * d + 2,) if w.startswith("W") else (d + 1,) for w in WEIGHT_NAMES}
@@ -180,13 +179,13 @@ def _untie(piece, d, k):
 
 
 def _tied_of_symmetric(piece, matrix_piece, d):
-    """The tied piece of a symmetric one: ``A = alpha I + beta 1 1^T``, ``u = v = 0``; a bias's ``x`` part
-    ``-(alpha + beta d) / 2`` from its matrix's piece ``(alpha, beta, lambda, nu)``."""
-    alpha, beta = matrix_piece[0], matrix_piece[1]
+    """The tied piece of a symmetric one: ``A = alpha I``, ``u = v = 0``; a bias's ``x`` part ``-alpha / 2`` from
+    its matrix's piece ``(alpha, lambda, nu)``."""
+    alpha = matrix_piece[0]
     if piece.shape[0] == 1:
-        return anp.concatenate([-(alpha + beta * d) / 2 * np.ones(d, piece.dtype), piece])
-    A = alpha * np.eye(d, dtype=piece.dtype) + beta * np.ones((d, d), piece.dtype)
-    return anp.concatenate([anp.reshape(A, (d * d,)), np.zeros(2 * d, piece.dtype), piece[2:]])
+        return anp.concatenate([-alpha / 2 * np.ones(d, piece.dtype), piece])
+    return anp.concatenate([anp.reshape(alpha * np.eye(d, dtype=piece.dtype), (d * d,)), np.zeros(2 * d, piece.dtype),
+                            piece[1:]])
 
 
 def init_params(config, rng):
@@ -226,90 +225,6 @@ def unflatten(theta, config):
                 piece = _tied_of_symmetric(piece, pieces["W" + wname[1]], config.d)
             out[bname][wname] = _untie(piece, config.d, config.k) if config.k_free else piece
             start += size
-    return out
-
-
-def tie(theta, config, nearest=False):
-    """The tied parameters of a ``[x | y]`` model whose maps already act alike on every id.
-
-    Parameters
-    ----------
-    theta : ndarray, shape (config.n_params,)
-        Parameters of an untied model (``config.tied`` False, tokens ``"d+k"``).
-    config : ModelConfig
-    nearest : bool
-        Instead of requiring the tied form, return the nearest tied model in
-        the least-squares sense, matrix by matrix: ``A`` kept, ``v`` the mean
-        column and ``u`` the mean row of the mixed blocks, ``lambda + nu`` the
-        mean diagonal and ``nu`` the mean off-diagonal entry of the id block.
-
-    Returns
-    -------
-    phi : ndarray, shape (tied.n_params,)
-    tied : ModelConfig
-        ``config`` with ``tied=True``; ``unflatten(phi, tied)`` gives back
-        the matrices of ``theta`` exactly (unless ``nearest``), up to the score
-        factor (``Wq``, ``Wk``, ``bq``, ``bk`` are rescaled from ``1/sqrt(d + k)``
-        to ``1/sqrt(d)``).
-
-    Raises
-    ------
-    ValueError
-        If some matrix is not of the tied form and ``nearest`` is False (naming
-        the block and weight).
-    """
-    if config.k_free or config.tokens != "d+k":
-        raise ValueError(f"tie needs an untied 'd+k' model; got config={config}")
-    nearest = check_bool(nearest, "nearest")
-    tied = dataclasses.replace(config, tied=True)
-    d, k, s = config.d, config.k, np.sqrt(config.gamma / tied.gamma)
-    off = ~np.eye(k, dtype=bool)
-    pieces = []
-    for bname, params in unflatten(np.asarray(theta, dtype=np.float64), config).items():
-        for wname in WEIGHT_NAMES:
-            M = params[wname] * (s if wname in ("Wq", "Wk", "bq", "bk") else 1.0)
-            if wname.startswith("W"):
-                Y = M[d:, d:]
-                if nearest:
-                    nu = float(np.mean(Y[off])) if k > 1 else 0.0
-                    lam = float(np.mean(np.diag(Y))) - nu
-                    piece = np.concatenate([M[:d, :d].ravel(), M[d:, :d].mean(axis=0), M[:d, d:].mean(axis=1),
-                                            [lam, nu]])
-                else:
-                    nu = Y[1, 0] if k > 1 else 0.0
-                    piece = np.concatenate([M[:d, :d].ravel(), M[d, :d], M[:d, d], [Y[0, 0] - nu, nu]])
-            else:
-                piece = np.concatenate([M[:d], [np.mean(M[d:]) if nearest else M[d]]])
-            if not nearest and not np.array_equal(_untie(piece, d, k), M):
-                raise ValueError(f"{bname}.{wname} does not act alike on every cluster id: not of the tied form")
-            pieces.append(piece)
-    return np.concatenate(pieces), tied
-
-
-def id_structure(theta, config):
-    """How far each map of an untied ``[x | y]`` model is from acting alike on every id.
-
-    Returns
-    -------
-    dict
-        ``{"CAX.Wq": fraction, ...}``: the share of the squared norm of the
-        matrix's id-touching entries (every entry outside the ``(x, x)``
-        block) that the nearest tied matrix (``tie(..., nearest=True)``)
-        keeps; 1 for a tied matrix (and for one without such entries).
-    """
-    phi, tied = tie(theta, config, nearest=True)
-    d = config.d
-    ours, near = unflatten(np.asarray(theta, dtype=np.float64), config), unflatten(phi, tied)
-    s = np.sqrt(config.gamma / tied.gamma)
-    out = {}
-    for bname in BLOCK_NAMES:
-        for wname in ("Wq", "Wk", "Wv"):
-            M = ours[bname][wname] * (s if wname != "Wv" else 1.0)
-            mask = np.ones(M.shape, dtype=bool)
-            mask[:d, :d] = False
-            total = float(np.sum(M[mask] ** 2))
-            lost = float(np.sum((M - near[bname][wname])[mask] ** 2))
-            out[f"{bname}.{wname}"] = 1.0 if total == 0 else 1.0 - lost / total
     return out
 
 
@@ -433,7 +348,7 @@ def run_steps(theta, X, init, config, n_layers, reembed=True, chunk=32, dropout=
     return centers
 
 
-def params_from_transformer(model, tied=False):
+def params_from_transformer(model):
     """``theta`` and ``ModelConfig`` of a hand-built Euclidean softmax model.
 
     The learned model fixes ``gamma = 1/sqrt(D)``; a hand-built block with
@@ -446,17 +361,14 @@ def params_from_transformer(model, tied=False):
     model : KMeansTransformer
         Every block Euclidean softmax (e.g. ``lloyd_transformer(d, k, gamma,
         config="all-attention")`` with finite ``gamma``), no FFN, token layout
-        ``("x", "y")`` or ``("x",)``.
-    tied : bool
-        Return the parameters of the tied model (:func:`tie`; a
-        ``ValueError`` if some map does not act alike on every id).
+        ``("x", "y")`` or ``("x",)``. The tied model's pieces:
+        ``tie(*params_from_transformer(model))`` (:func:`~kmt_ref.learning.sharing.tie`).
 
     Returns
     -------
     theta : ndarray, shape (n_params,)
     config : ModelConfig
     """
-    tied = check_bool(tied, "tied")
     check_instance(model, "model", KMeansTransformer)
     tokens = {v: key for key, v in TOKENS.items()}.get(model.layout.blocks)
     if tokens is None or model.ffn is not None:
@@ -478,7 +390,7 @@ def params_from_transformer(model, tied=False):
             b = getattr(block, wname)
             mats[wname] = np.zeros(D) if b is None else (s if wname != "bv" else 1.0) * b
         parts += [np.ravel(mats[w]) for w in WEIGHT_NAMES]
-    return tie(np.concatenate(parts), config) if tied else (np.concatenate(parts), config)
+    return np.concatenate(parts), config
 
 
 def to_transformer(theta, config, name="learned k-means transformer", dropout=0.0):

@@ -22,7 +22,8 @@ import os
 
 import numpy as np
 
-from .._validation import COMMITTED_RESULTS, check_choice, read_json
+from .._paths import COMMITTED_RESULTS, read_json
+from .._validation import check_choice
 from .config import TrainConfig
 from .train import load_result
 
@@ -48,7 +49,8 @@ SCALES = {
 }
 
 #: Training options a run may change from its scale's protocol (``train --n ...``).
-OVERRIDABLE = ("n", "d", "k", "tau", "n_steps", "lr", "tied", "symmetric", "n_layers", "loss_on", "precision", "perturb")
+OVERRIDABLE = ("n", "d", "k", "tau", "n_steps", "lr", "tied", "symmetric", "n_layers", "loss_on", "precision",
+               "perturb")
 
 #: The paper's reported mean log objectives after 20 steps (its text and Fig. 4a, 4b).
 PAPER_LEARNING = dict(lloyd_log_objective=5.25, learned_log_objective=5.0, d_only_log_objective=5.35)

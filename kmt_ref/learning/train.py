@@ -23,15 +23,11 @@ import autograd
 import autograd.numpy as anp
 import numpy as np
 
-from .._validation import (
-    check_instance,
-    check_int,
-    check_not_committed,
-    check_writable,
-)
+from .._paths import check_not_committed, check_writable
+from .._validation import check_instance, check_int
 from ..classical import lloyd
 from ..engine import Engine
-from ..geometry import kmeans_objective
+from ..objective import kmeans_objective
 from ..tasks import draw_tasks, sample_tasks
 from .checkpoint import (
     check_checkpoint_dir,

@@ -10,7 +10,7 @@ first.
 
 import os
 
-from .._validation import COMMITTED_RESULTS, check_not_committed
+from .._paths import COMMITTED_RESULTS, check_not_committed
 
 __all__ = ["COMMITTED_DIR", "output_dir", "check_output_dir"]
 
@@ -27,7 +27,7 @@ def check_output_dir(path, name="results_dir"):
     """``path`` as an absolute path, refused if it lies inside the committed results (links followed).
 
     Every file a command writes is checked again where it is written
-    (:func:`kmt_ref._validation.check_not_committed`): a folder below ``path``
+    (:func:`kmt_ref._paths.check_not_committed`): a folder below ``path``
     may be a link into the committed results.
     """
     return check_not_committed(path, name)

@@ -21,8 +21,8 @@ import os
 import signal
 import sys
 
+from .._paths import check_writable
 from .._text import unsigned_zeros
-from .._validation import check_writable
 from ..engine import Engine
 from ..learning import protocols
 from ..learning.config import MAX_PERTURB
@@ -169,8 +169,8 @@ def train_command(argv=()):
     parser.add_argument("--tied", action="store_true",
                         help="tie the id maps: parameters that do not depend on k (tokens d+k)")
     parser.add_argument("--symmetric", action="store_true",
-                        help="tie the id and the coordinate maps and commute with x -> 1 - x: 60 scalars at "
-                        "every d and k (tokens d+k; not with --tied)")
+                        help="every symmetry of the task law (ids, coordinate permutations, reflections "
+                        "x_l -> 1 - x_l) by construction: 48 scalars at every d and k (tokens d+k; not with --tied)")
     parser.add_argument("--n-layers", type=integer_at_least(1, MAX_TRAIN_LAYERS),
                         help="train through this many re-embedded layer applications (the authors' protocol: 1)")
     parser.add_argument("--loss-on", choices=("last", "every"),

@@ -21,7 +21,8 @@ import sys
 
 import numpy as np
 
-from .._validation import check_choice, read_json
+from .._paths import read_json
+from .._validation import check_choice
 from ..classical import lloyd
 from ..geometry import nearest_center, squared_distances
 from ..layer import BLOCK_NAMES

@@ -27,15 +27,16 @@ import scipy.optimize
 
 from .._validation import check_int
 from ..classical import lloyd
-from ..geometry import kmeans_objective
 from ..learning.circuit import SUMMARIES, circuit_step, fit_circuit
 from ..learning.model import run_steps
+from ..objective import kmeans_objective
 from ..tasks import draw_tasks
 from ..variants.leaky import leaky_step
 from ..variants.soft import soft_kmeans
 
 __all__ = ["candidate_steps", "circuit_steps", "circuit_name", "CIRCUITS", "CIRCUIT", "fidelity_of_seed", "fidelity_to",
            "trajectory", "best_of_restarts", "RESTARTS", "partial_correlation", "soft_step", "averaged_step",
+           "cube_symmetries", "group_averaged_step",
            "distill", "distill_soft", "distill_circuit", "CIRCUIT_SCALARS", "summarize_fidelity", "QUARTILES"]
 
 #: The quantiles of the one-step ratio over tasks that the report gives.
@@ -253,13 +254,49 @@ def averaged_step(theta, model_config, perms, engine=None):
     """The label-averaged layer: ``step(X, C)``, the mean over ``perms`` (permutations of the ``k`` ids) of the
     layer's step from the centers ``C[:, perm]``, mapped back to their ids. It treats every id alike up to the
     sample of permutations; the layer itself does so only if its step commutes with every relabelling."""
+    return group_averaged_step(theta, model_config, [(perm, None, None) for perm in perms], engine)
+
+
+def cube_symmetries(rng, k, d, count):
+    """``count`` random elements of the task law's symmetry group: ``(ids, coords, flips)``, a permutation of the
+    ``k`` ids, a permutation of the ``d`` coordinates and the coordinates reflected by ``x -> 1 - x`` (the tasks
+    live in the unit cube, which these maps keep; a sign flip ``x -> -x`` would leave it)."""
+    return [(rng.permutation(k), rng.permutation(d), rng.random(d) < 0.5) for _ in range(count)]
+
+
+def _moved(Z, coords, flips):
+    """``Z`` (..., m, d) with its coordinates permuted (new ``i`` = old ``coords[i]``), then reflected where
+    ``flips``; ``coords`` None: as it is."""
+    if coords is None:
+        return Z
+    Z = Z[..., coords]
+    return np.where(flips, 1.0 - Z, Z)
+
+
+def _moved_back(Z, coords, flips):
+    """The inverse of :func:`_moved`: reflected back, then the coordinates returned to their places."""
+    if coords is None:
+        return Z
+    Z = np.where(flips, 1.0 - Z, Z)
+    back = np.empty_like(Z)
+    back[..., coords] = Z
+    return back
+
+
+def group_averaged_step(theta, model_config, elements, engine=None):
+    """The layer averaged over a sample of symmetries: ``step(X, C)``, the mean over ``elements`` (each
+    ``(ids, coords, flips)`` as :func:`cube_symmetries` draws them; ``coords`` None: the ids only) of the
+    layer's step on the moved tasks, mapped back. The layer itself commutes with the group only if each term
+    is its own step."""
     def step(X, C):
         total = np.zeros_like(C)
-        for perm in perms:
-            back = np.empty_like(C)
-            back[:, perm] = run_steps(theta, X, C[:, perm], model_config, 1, engine=engine)[1]
-            total += back
-        return total / len(perms)
+        for ids, coords, flips in elements:
+            out = run_steps(theta, _moved(X, coords, flips), _moved(C, coords, flips)[:, ids], model_config, 1,
+                            engine=engine)[1]
+            back = np.empty_like(out)
+            back[:, ids] = out
+            total += _moved_back(back, coords, flips)
+        return total / len(elements)
     return step
 
 

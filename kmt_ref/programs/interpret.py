@@ -13,14 +13,16 @@ import sys
 
 import numpy as np
 
-from .._validation import check_choice, read_json
+from .._paths import read_json
+from .._validation import check_choice
 from ..classical import lloyd
-from ..geometry import kmeans_objective, nearest_center
+from ..geometry import nearest_center
 from ..learning.circuit import SUMMARIES, circuit_step, fit_circuit
 from ..learning.closed_form import fit_leaky
 from ..learning.evaluate import evaluation_tasks, lloyd_curve, log_objective_curve, model_curve
 from ..learning.model import run_steps, to_transformer
 from ..learning.protocols import SCALES, committed, run_config
+from ..objective import kmeans_objective
 from ..real_data import DATASETS, load_dataset, to_width
 from ..tasks import sample_tasks
 from ..variants.leaky import leaky_step
@@ -353,6 +355,18 @@ def _held_out_finals(run, n_tasks, soft_beta, fit, n_steps, engine):
                                                                    fit["sharpness"])[0][-1])}
 
 
+def _fitted(scale, results_dir, n_steps):
+    """``(soft_beta, leaky fit through n_steps)`` as the interpret experiment fitted them: its result in
+    ``results_dir`` if a run wrote one, else the committed one."""
+    mine = None if results_dir is None else os.path.join(results_dir, scale, "interpret.json")
+    done = read_json(mine) if mine is not None and os.path.exists(mine) else committed("interpret", scale)
+    if str(n_steps) not in done["fits"]:
+        raise ValueError(f"this experiment runs leaky soft k-means as the interpret experiment fitted it through "
+                         f"{n_steps} steps; its result has fits through {sorted(done['fits'])}: run "
+                         f"`reproduce interpret` at this scale first")
+    return done["soft_beta"], done["fits"][str(n_steps)]
+
+
 def symmetric(scale="paper", results_dir=None, train_missing=True, progress=True, seeds=None, engine=None):
     """The closed forms against targets that treat the ids of the starts alike: the label-averaged standard layer
     (:func:`~kmt_ref.programs.fidelity.averaged_step`, :data:`AVERAGED_RELABELLINGS` relabellings) and the tied
@@ -374,13 +388,7 @@ def symmetric(scale="paper", results_dir=None, train_missing=True, progress=True
     """
     s = SCALES[scale]
     n_tasks, n_steps = min(DISSECTION_TASKS, s["eval_tasks"]), s["n_eval_steps"]
-    mine = None if results_dir is None else os.path.join(results_dir, scale, "interpret.json")
-    done = read_json(mine) if mine is not None and os.path.exists(mine) else committed("interpret", scale)
-    if str(n_steps) not in done["fits"]:
-        raise ValueError(f"the symmetric experiment runs leaky soft k-means as the interpret experiment fitted it "
-                         f"through {n_steps} steps; its result has fits through {sorted(done['fits'])}: run "
-                         f"`reproduce interpret` at this scale first")
-    soft_beta, fit = done["soft_beta"], done["fits"][str(n_steps)]
+    soft_beta, fit = _fitted(scale, results_dir, n_steps)
     common = candidate_steps(soft_beta, {n_steps: fit})
     standard = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine)
     tied_models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine, tied=True)
@@ -431,7 +439,7 @@ FLOOR_MARGIN = 0.1
 DESCRIBES = dict(one_step_ratio=0.25, final_correlation=0.8)
 #: The candidates of :func:`symmetric` that are layers or the floor, not closed forms.
 _NOT_CLOSED = ("layer", "label-averaged layer", "another label-averaged layer", "standard layer", "best-of restarts",
-               "layer_gain", circuit_name(CIRCUIT))
+               "layer_gain", circuit_name(CIRCUIT), "transformed twin", "another fully averaged layer")
 
 
 def symmetric_summary(result):
@@ -459,8 +467,9 @@ def symmetric_summary(result):
             best = [min(((n, cands[n]["one_step_ratio"][i]) for n in closed), key=lambda e: e[1])
                     for i in range(len(rows))]
             entry = dict(candidates=cands, closed_forms=closed, best=best)
-            if "another label-averaged layer" in cands:
-                floor = cands["another label-averaged layer"]["one_step_ratio"]
+            second = next((n for n in cands if n.startswith("another ")), None)  # a second average: the floor
+            if second is not None:
+                floor = cands[second]["one_step_ratio"]
                 entry["floor"] = floor
                 entry["within_floor"] = all(b[1] - f <= FLOOR_MARGIN for b, f in zip(best, floor, strict=True))
             if kind == "tied":

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..dot_product_transformer import CONFIGS as DOT_CONFIGS
 from ..dot_product_transformer import dot_product_lloyd_transformer
+from ..kernels.labels import label_layer
 from ..lloyd_transformer import CONFIGS, lloyd_transformer
 from ..variants import VARIANTS
 from .rows import Row
@@ -59,7 +60,7 @@ def symbolic_rows(quick=False):
     propositions rest on (:mod:`kmt_ref.symbolic_formulas`, at the sizes of their book cells). Needs SymPy (the
     ``test``, ``book`` and ``all`` extras); without it, one row says so."""
     try:
-        from .. import symbolic, symbolic_formulas, symbolic_library
+        from .. import symbolic, symbolic_engines, symbolic_formulas, symbolic_library, symbolic_variants
     except ImportError:
         return [Row("(SymPy not installed)", "-", float("inf"), "pip install \"kmt-ref[test]\" to prove the lemmas",
                     0.0, 0.0, None, None, kind="proof")]
@@ -68,12 +69,17 @@ def symbolic_rows(quick=False):
                                                                           DOT_CONFIGS)):
         for config in sorted(configs, key=("paper", "validated", "all-attention").index):
             model = build(2, 2, config=config)
-            lemmas = [("mechanisms, as configured", lambda m, n, spec=configs[config]: symbolic.mechanism_lemma(
-                          m, symbolic.theorem_mechanisms(spec))),
+            lemmas = [("mechanisms, as configured", lambda m, n, spec=configs[config]:
+                       symbolic_variants.mechanism_lemma(m, symbolic_variants.theorem_mechanisms(spec))),
                       ("CAX score and value", symbolic.cax_lemma), ("SAX score and value", symbolic.sax_lemma),
                       ("CAC means, SAC reset", symbolic.center_lemmas),
                       ("one layer's residual sums", symbolic.layer_lemma),
-                      ("the library's layer, exact arithmetic", symbolic.library_layer_lemma)]
+                      ("the library's layer, exact arithmetic", symbolic_engines.library_layer_lemma),
+                      ("the dense kernels' layer, exact", lambda m, n: symbolic_engines.engine_lemma(
+                          m, "dense kernels", n))]
+            if label_layer(model) is not None:
+                lemmas.append(("the labels run's layer, exact", lambda m, n: symbolic_engines.engine_lemma(
+                    m, "labels run", n)))
             if model.ffn is not None:
                 lemmas.append(("FFN writes ||c||^2", lambda m, n: symbolic.ffn_lemma(m)))
             for name, lemma in lemmas:
@@ -81,7 +87,7 @@ def symbolic_rows(quick=False):
                 rows.append(Row(f"Thm {theorem} {config}", "symbolic d=2 k=2 n=3", float("inf"), name, 0.0, 0.0,
                                 holds, True, kind="proof"))
     for name, variant in VARIANTS.items():
-        holds = _holds(lambda variant=variant: [symbolic.prove_variant(variant, value, 2, 2, 3)
+        holds = _holds(lambda variant=variant: [symbolic_variants.prove_variant(variant, value, 2, 2, 3)
                                                 for value in variant.values])
         rows.append(Row(name, "symbolic d=2 k=2 n=3", np.inf if variant.parameter is None else variant.values[0],
                         "its blocks, as its proposition states them", 0.0, 0.0, holds, True,

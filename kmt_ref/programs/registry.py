@@ -13,9 +13,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .._validation import check_choice, read_json
+from .._paths import read_json
+from .._validation import check_choice
 from ..learning.protocols import SCALES, learning_headline
-from . import beyond, dissection, experiments, interpret, paper_sweep, reports, runs, sweep
+from . import beyond, dissection, experiments, interpret, paper_sweep, reports, runs, sweep, symmetry
 from ._results import check_output_dir
 
 __all__ = ["Experiment", "EXPERIMENTS", "LEARNING", "run_experiment"]
@@ -125,6 +126,14 @@ EXPERIMENTS = {e.name: e for e in (
                "over relabellings of its starts' ids and to the tied layer, by one-step ratio and final-objective "
                "correlation",
                scales=("paper", "quick"), run=interpret.symmetric, report=reports.symmetric),
+    Experiment("full-group", "", "beyond the paper: the closed forms against the standard and the tied layer "
+               "averaged over every symmetry of the task law (relabellings of the ids, permutations of the "
+               "coordinates, reflections x -> 1 - x), by one-step ratio and final-objective correlation",
+               scales=("paper", "quick"), run=symmetry.full_group, report=reports.full_group),
+    Experiment("symmetric-layer", "", "beyond the paper: the layer with every symmetry of the task law by "
+               "construction (48 scalars; train --paper --symmetric) beside Lloyd, the standard and tied layers "
+               "and soft k-means, with its scalars", scales=("paper", "quick"), run=symmetry.symmetric_layer,
+               report=reports.symmetric_layer),
     Experiment("chaos", "", "beyond the paper: each seed's model retrained from initial parameters moved by a few "
                "roundings (--beyond or --figures scale)", scales=("beyond", "figures"), run=beyond.chaos,
                report=reports.chaos),

@@ -9,8 +9,9 @@ import numpy as np
 
 from ..learning.protocols import PAPER_LEARNING
 
-__all__ = ["learning", "precision", "tied", "relabelled", "symmetries", "symmetric", "eval_dropout", "ablation",
-           "shifted", "training_curves",
+__all__ = ["learning", "precision", "tied", "relabelled", "symmetries", "symmetric", "full_group", "symmetric_layer",
+           "eval_dropout",
+           "ablation", "shifted", "training_curves",
            "any_k", "multi_step", "real_data", "weights", "dissection", "chaos"]
 
 
@@ -339,11 +340,44 @@ def _median_or_dash(values, fmt=".3f"):
     return format(float(np.median(v)), fmt) if v else "-"
 
 
+def symmetric_layer(result):
+    lines = ["the symmetric layer (every symmetry of the task law: ids, coordinate permutations, reflections; 48 "
+             "scalars) "
+             "on each seed's held-out tasks: mean log k-means objective after 20 steps, and its one step's largest "
+             "change under a symmetry of the task law, relative to the step:"]
+    def other(kind, i, seed):
+        return _fmt(result[f"{kind}_final"][i]) if seed in result[f"{kind}_seeds"] else "not trained"
+
+    for i, seed in enumerate(result["seeds"]):
+        lines.append(f"  seed {seed}: Lloyd {_fmt(result['lloyd_final'][i])}   symmetric "
+                     f"{_fmt(result['symmetric_final'][i])}   standard {other('standard', i, seed)}   tied "
+                     f"{other('tied', i, seed)}   soft k-means (beta = {result['soft_beta']:g}) "
+                     f"{_fmt(result['soft_final'][i])}   moved by the group {result['group_change_worst'][i]:.1e}")
+    for i, seed in enumerate(result["seeds"]):
+        lines.append(f"  seed {seed}, scalars (alpha, lambda, nu, kappa) of each block's q, k, v:")
+        for block, maps in result["scalars"][i].items():
+            lines.append(f"    {block}: " + "   ".join(
+                f"{m} " + " ".join(f"{v:+.3f}" for v in values.values()) for m, values in maps.items()))
+    if result.get("partial"):
+        lines.append("note: some symmetric models stopped before n_steps (see steps_done)")
+    return lines
+
+
 def symmetric(result):
+    return _against_targets(result, f"the closed forms against the standard layer, its label-averaged version "
+                            f"({result['relabellings']} relabellings of the starts' ids) and the tied layer")
+
+
+def full_group(result):
+    return _against_targets(result, f"the closed forms against the standard and the tied layer averaged over "
+                            f"{result['averaged']} draws of every symmetry of the task law (ids, coordinate "
+                            "permutations, reflections x -> 1 - x)")
+
+
+def _against_targets(result, what):
     from .interpret import DESCRIBES, FLOOR_MARGIN, symmetric_summary
 
-    lines = [f"the closed forms against the standard layer, its label-averaged version ({result['relabellings']} "
-             f"relabellings of the starts' ids) and the tied layer, on {result['n_tasks']} held-out tasks per seed: "
+    lines = [f"{what}, on {result['n_tasks']} held-out tasks per seed: "
              "F1, one step's distance from the target's over its move (median over tasks); final r, the correlation "
              f"over tasks of the log objective after {result['n_eval_steps']} steps with the target's, and partial r "
              "the same given Lloyd's; F2, the gain correlation; each median [min, max] over seeds:"]

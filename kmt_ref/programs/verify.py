@@ -22,7 +22,9 @@ import numpy as np
 
 from ..classical import lloyd
 from ..dot_product_transformer import dot_product_lloyd_transformer
+from ..engine import LABELS
 from ..learning.model import params_from_transformer, run_steps
+from ..learning.sharing import tie
 from ..lloyd_transformer import lloyd_transformer
 from ..tasks import FIGURE3_PAPER_LOG_OBJECTIVES, figure3_data, gaussian_mixture
 from ..trajectory import Trajectory
@@ -254,11 +256,29 @@ def textbook_rows(quick=False):
     return rows
 
 
+def labels_rows(quick=False):
+    """The labels run (:data:`~kmt_ref.engine.LABELS`, the engine the experiments name for speed) against the
+    layer's four blocks on tokens (the default engine), on the same data: the theorem rows above run the
+    blocks, so a wrong labels run fails these rows and no theorem row."""
+    rows = []
+    for data_name, (X, init, T) in datasets(quick).items():
+        d, k = X.shape[1], init.shape[0]
+        for name, build in (("Thm 2.1", lloyd_transformer), ("Thm 2.2", dot_product_lloyd_transformer)):
+            model = build(d, k)
+            layer, fast = model.run(X, init, T), model.run(X, init, T, engine=LABELS)
+            same = bool(np.array_equal(fast.labels, layer.labels))
+            rows.append(compare(f"{name} labels run", data_name, fast, layer, X, np.inf,
+                                f"= the layer: same labels, dev <= {EXACT_TOL:g}",
+                                lambda dev, gap, same=same: same and dev <= EXACT_TOL, True))
+    return rows
+
+
 #: Verification sections, in the order they are printed. Later modules add theirs.
 SECTIONS = {
     "Theorem 2.1 (Euclidean attention)": theorem21_rows,
     "Theorem 2.2 (dot-product attention + relu^2 FFN)": theorem22_rows,
     "Exactness certificate (validated configuration)": certificate_rows,
+    "The labels run (the fast engine at gamma = inf) against the layer": labels_rows,
     "Variants: each transformer against its classical twin": variant_rows,
     "Variants beside the textbook algorithms": textbook_rows,
 }
@@ -296,7 +316,7 @@ def learnable_format_rows(quick=False):
             rows.append(compare("learned format <- all-attention", data_name, ours, ref, X, gamma,
                                 f"same centers (dev <= {tol:g})", lambda dev, gap, tol=tol: dev <= tol, True))
         # The tied layer's pieces, taken from the construction at another k, run it at this k.
-        phi, tied = params_from_transformer(lloyd_transformer(d, k + 1, 1e4, config="all-attention"), tied=True)
+        phi, tied = tie(*params_from_transformer(lloyd_transformer(d, k + 1, 1e4, config="all-attention")))
         ref = lloyd_transformer(d, k, 1e4, config="all-attention").run(X, init, T, reembed=True)
         centers = run_steps(phi, X[None], init[None], tied.at_k(k), T)[:, 0]
         ours = Trajectory(centers=centers, labels=ref.labels, assignments=None)

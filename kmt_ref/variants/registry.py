@@ -71,7 +71,7 @@ class Variant:
     mechanisms : callable, optional
         ``mechanisms(d, value)``: what the variant's proposition states of each block at ``value``, the
         parameter its classical twin takes (:func:`validated_mechanisms` and the lemma that reads it,
-        :func:`kmt_ref.symbolic.mechanism_lemma`): "soft k-means at beta = 3" is CAX's softmax at
+        :func:`kmt_ref.symbolic_variants.mechanism_lemma`): "soft k-means at beta = 3" is CAX's softmax at
         ``gamma = 3``, and a model built at 6 fails it.
     """
 

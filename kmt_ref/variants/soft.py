@@ -66,8 +66,9 @@ from .._validation import check_bool, check_positive, check_problem
 from ..attention import softmax
 from ..classical import _lloyd
 from ..geometry import CHUNK_ELEMENTS, center_distances
-from ..layer import MAX_KEPT_BYTES, KMeansTransformer
+from ..layer import KMeansTransformer
 from ..lloyd_transformer import lloyd_transformer
+from ..running import MAX_KEPT_BYTES
 from ..trajectory import iterate
 from .registry import EXACT_TOL, Variant, register_variant, validated_mechanisms
 

@@ -77,9 +77,9 @@ import autograd.numpy as anp
 import numpy as np
 
 from .._validation import check_batch, check_centers, check_data, check_problem, is_batch
-from ..attention import fixed_order_scores
 from ..layer import KMeansTransformer
 from ..lloyd_transformer import lloyd_transformer
+from ..products import fixed_order_scores
 from ..tokens import TokenLayout
 from ..trajectory import iterate
 from .registry import Variant, register_variant, validated_mechanisms

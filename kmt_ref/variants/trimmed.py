@@ -68,7 +68,8 @@ from .._validation import (
     check_problem,
 )
 from ..classical import EMPTY_CLUSTER_POLICIES, _lloyd
-from ..geometry import assigned_squared_distances, nearest_center
+from ..geometry import nearest_center
+from ..objective import assigned_squared_distances
 from ..trajectory import iterate
 from ._cac import cac_variant, candidate_iterations
 from .registry import Variant, register_variant, validated_mechanisms
