@@ -256,6 +256,7 @@ def dot_product_lloyd_transformer(d, k, gamma=np.inf, config="validated"):
         ffn=norm_writing_ffn(layout),
         name=f"Theorem 2.2 ({config}, gamma={gamma:g})",
         translation_invariant=True,  # each softmax is a Euclidean one (module docstring)
+        follows_lloyd=True,
         resolution=dot_self_attention_resolution if blocks["SAX"].normalizer == "hardmax" else None,
         assumption=nearest_beyond_rounding if np.isinf(gamma) else finite_gamma_assumption(CONFIGS[config], gamma),
     )
