@@ -51,7 +51,14 @@ def resolution_warning(model, X, origin=0.0, stacklevel=3):
     origin = np.broadcast_to(0.0 if origin is None else origin, X.shape[:-2] + (1, X.shape[-1]))
     tasks = [("", X, origin)] if X.ndim == 2 else [(f" of task {b}", X[b], origin[b]) for b in range(len(X))]
     for where, Xb, ob in tasks:
-        pair, limit = closest_distinct_pair(Xb), model.resolution(Xb)
+        pair, returned = closest_distinct_pair(Xb), model.resolution(Xb)
+        try:  # a nan would compare False and switch the check off without a word
+            limit = float(returned)
+        except (TypeError, ValueError):
+            limit = np.nan
+        if not limit >= 0:
+            raise ValueError(f"{model.name}: its resolution(X) must return a number >= 0 (a squared distance); "
+                             f"got {returned!r}{where}")
         if pair is not None and pair[2] < limit:
             i, l, sq = pair
             warnings.warn(f"{model.name}: the points {i} and {l}{where} ({(Xb[i] + ob[0]).tolist()} and "

@@ -90,3 +90,36 @@ def test_a_finite_gamma_batch_names_the_task_whose_points_split():
     ib = np.stack([init, init * 1e-3])
     with pytest.warns(UserWarning, match=r"of the points of task 1 have split assignments"):
         dot_product_lloyd_transformer(2, 5, gamma=1e4).run(Xb, ib, 3)
+
+
+@pytest.mark.parametrize("lemma", ["center_lemmas", "layer_lemma", "prove"])
+def test_the_lemmas_refuse_n_none_by_name(lemma):
+    from kmt_ref import symbolic
+
+    with pytest.raises(ValueError, match=r"n must be an integer; got n=None"):
+        getattr(symbolic, lemma)(lloyd_transformer(2, 2), n=None)
+
+
+@pytest.mark.parametrize("bad, said", [([[np.nan]], r"X must be finite"), ([1.0, 2.0], r"X must be 2-D")])
+def test_the_dot_self_attention_resolution_checks_its_points(bad, said):
+    from kmt_ref.dot_product_transformer import dot_self_attention_resolution
+
+    with pytest.raises(ValueError, match=said):
+        dot_self_attention_resolution(bad)
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-300, 1.0])
+def test_the_closest_distinct_pair_is_found_at_every_scale(scale):
+    from kmt_ref.geometry import closest_distinct_pair
+
+    X = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 1.0], [5.0, 5.0]]) * scale
+    i, l, _ = closest_distinct_pair(X)
+    assert (i, l) == (0, 2)
+
+
+@pytest.mark.parametrize("returned", [float("nan"), -1.0, "small"])
+def test_a_resolution_that_returns_no_squared_distance_is_refused_before_the_run(returned):
+    base = lloyd_transformer(1, 2)
+    model = kmt_ref.KMeansTransformer(base.layout, dict(base.blocks), name="odd", resolution=lambda X: returned)
+    with pytest.raises(ValueError, match=r"odd: its resolution\(X\) must return a number >= 0 .*; got "):
+        model.run(np.array([[0.0], [1.0], [2.0]]), np.array([[0.0], [2.0]]), 1)
