@@ -122,7 +122,7 @@ the norm outside the layer would no longer run the construction, so
 
 import numpy as np
 
-from ._validation import check_dims, check_positive
+from ._validation import check_data, check_dims, check_positive
 from .feedforward import FeedForward
 from .geometry import _score_bound
 from .layer import KMeansTransformer
@@ -256,7 +256,8 @@ def dot_product_lloyd_transformer(d, k, gamma=np.inf, config="validated"):
         ffn=norm_writing_ffn(layout),
         name=f"Theorem 2.2 ({config}, gamma={gamma:g})",
         translation_invariant=True,  # each softmax is a Euclidean one (module docstring)
-        resolution=dot_self_attention_resolution if blocks["SAX"].normalizer == "hardmax" else None,
+        follows_lloyd=True,
+        resolution=_resolution if blocks["SAX"].normalizer == "hardmax" else None,
         assumption=nearest_beyond_rounding if np.isinf(gamma) else finite_gamma_assumption(CONFIGS[config], gamma),
     )
 
@@ -318,13 +319,18 @@ def dot_self_attention_resolution(X):
 
     Parameters
     ----------
-    X : ndarray, shape (n, d)
-        The points as the run measures them (after its shift; validated by the run).
+    X : array_like, shape (n, d)
+        The points as the run measures them (after its shift).
 
     Returns
     -------
     float
     """
+    return _resolution(check_data(X))
+
+
+def _resolution(X):
+    """:func:`dot_self_attention_resolution` of ``X`` a run has validated (no copy per run)."""
     d = X.shape[-1]
     return 8.0 * (d + 2) * np.finfo(float).eps * float(np.max(np.einsum("ij,ij->i", X, X)))
 

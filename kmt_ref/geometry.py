@@ -378,16 +378,22 @@ def closest_distinct_pair(X):
     distinct, first = np.unique(X, axis=0, return_index=True)
     if len(distinct) < 2:
         return None
-    _, found = cKDTree(distinct).query(distinct, k=2)
+    # The tree measures the points scaled by a power of two (exact) to at most 1: its distances of points
+    # near 1e200 would overflow, and it then names no neighbour at all.
+    scale = np.ldexp(1.0, -int(np.frexp(np.max(np.abs(distinct)))[1]))
+    scaled = distinct * scale
+    _, found = cKDTree(scaled).query(scaled, k=2)
     # Each point's nearest other point: the tree lists the point itself first, unless their distance
     # underflows to 0 and it lists the other one first.
     own = np.arange(len(distinct))
     neighbour = np.where(found[:, 0] == own, found[:, 1], found[:, 0])
-    diff = distinct - distinct[neighbour]
-    sq = np.einsum("ij,ij->i", diff, diff)
-    a = int(np.argmin(sq))
+    diff = scaled - scaled[neighbour]
+    a = int(np.argmin(np.einsum("ij,ij->i", diff, diff)))
+    with np.errstate(over="ignore"):  # points 1e200 apart: the squared distance is inf, as it is
+        diff = distinct[a] - distinct[neighbour[a]]
+        sq = float(np.dot(diff, diff))
     i, l = sorted((int(first[a]), int(first[neighbour[a]])))
-    return i, l, float(sq[a])
+    return i, l, sq
 
 
 def _check_scored(X, C, best_scores, part):

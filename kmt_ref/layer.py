@@ -158,6 +158,12 @@ class KMeansTransformer:
         (``X`` (n, d) as the run measures it, after its shift). Every run
         checks it before the first layer (``kmt_ref.readout._check_resolution``) and warns,
         naming the two closest distinct points, when they are closer.
+    follows_lloyd : bool
+        The model is a construction of Lloyd's algorithm (Theorems 2.1 and 2.2, at any ``gamma``):
+        its runs then also say, by default, where they may part from :func:`~kmt_ref.lloyd`
+        (a label exact arithmetic gives elsewhere, a point within the rounding of Lloyd's means
+        of a tie, split assignments after the last layer at finite ``gamma``;
+        :mod:`kmt_ref.run_warnings`). False (default) for anything else.
 
     Attributes
     ----------
@@ -166,7 +172,7 @@ class KMeansTransformer:
     """
 
     def __init__(self, layout, blocks, ffn=None, name="k-means transformer", norm=None,
-                 translation_invariant=False, assumption=None, resolution=None):
+                 translation_invariant=False, assumption=None, resolution=None, follows_lloyd=False):
         check_instance(layout, "layout", TokenLayout)
         missing = [b for b in BLOCK_NAMES if b not in blocks]
         if missing:
@@ -188,6 +194,7 @@ class KMeansTransformer:
         self.translation_invariant = check_bool(translation_invariant, "translation_invariant")
         self.assumption = None if assumption is None else check_callable(assumption, "assumption")
         self.resolution = None if resolution is None else check_callable(resolution, "resolution")
+        self.follows_lloyd = check_bool(follows_lloyd, "follows_lloyd")
 
     @property
     def d(self):
@@ -256,9 +263,11 @@ class KMeansTransformer:
         warn : {"ties", True, False}
             Which checks warn where the run may part from its classical algorithm (every run checks the
             closest distinct points against ``resolution``): ``"ties"`` (default) also a point a hardmax
-            CAX shares between tied centers; ``True`` also the ``assumption`` before every layer, a label
-            that is not the nearest returned center, split assignments after the last layer
-            (:mod:`kmt_ref.run_warnings` says what each costs and means).
+            CAX shares between tied centers, and for a Lloyd construction (``follows_lloyd``) a label or a near
+            tie that rounding decides and, at finite ``gamma``, split assignments after the last layer;
+            ``True`` also the ``assumption`` before every layer, a label that is not the nearest returned
+            center, split assignments after the last layer (:mod:`kmt_ref.run_warnings` says what each
+            costs and means).
         keep_assignments : bool
             Keep every layer's assignment block (``8 n_layers B n k`` bytes, refused above
             ``kmt_ref.running.MAX_KEPT_BYTES``, 2 GiB); ``False`` keeps the labels only.

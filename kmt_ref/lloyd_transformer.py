@@ -333,6 +333,6 @@ def lloyd_transformer(d, k, gamma=np.inf, config="validated"):
     layout = TokenLayout(d, k, ("x", "y"))
     blocks = assemble_blocks(equation5_weights(layout), CONFIGS[config], gamma)
     return KMeansTransformer(
-        layout, blocks, name=f"Theorem 2.1 ({config}, gamma={gamma:g})", translation_invariant=True,
+        layout, blocks, name=f"Theorem 2.1 ({config}, gamma={gamma:g})", translation_invariant=True, follows_lloyd=True,
         assumption=unique_nearest if np.isinf(gamma) else finite_gamma_assumption(CONFIGS[config], gamma),
     )

@@ -39,13 +39,15 @@ MAX_KEPT_BYTES = 2**31
 
 @dataclass(frozen=True)
 class RunOptions:
-    """A run's validated options; ``all`` and ``ties``: which of the checks of ``warn`` it makes."""
+    """A run's validated options; ``all``, ``ties`` and ``split``: which of the checks of ``warn`` it makes
+    (``split``: split assignments after the last layer, for which the run keeps that layer's block)."""
 
     n_layers: int
     rng: object
     reembed: bool
     all: bool
     ties: bool
+    split: bool
     keep: bool
     diverged: str
     engine: Engine
@@ -82,9 +84,13 @@ def check_run(model, X, init, n_layers, rng, reembed, warn, keep_assignments, di
         raise ValueError(f"keeping every layer's assignments would take {kept / 2**30:.1f} GiB (8 n_layers B n k "
                          f"bytes, more than {MAX_KEPT_BYTES / 2**30:g} GiB): pass keep_assignments=False, "
                          "which keeps the labels")
+    hard = model.blocks["CAX"].normalizer == "hardmax"
+    # By default a finite-gamma Lloyd construction reads its last assignment block: the one check of how far
+    # its softmax has taken it from Lloyd's hard assignments that costs nothing beside the layers.
+    split = warn is True or (warn is not False and model.follows_lloyd and not hard and has_y)
     options = RunOptions(
         n_layers=n_layers, rng=rng, reembed=check_bool(reembed, "reembed"), all=warn is True,
-        ties=warn is not False and model.blocks["CAX"].normalizer == "hardmax" and has_y, keep=keep,
+        ties=warn is not False and hard and has_y, split=split, keep=keep,
         diverged=check_choice(diverged, "diverged", ("raise", "return")),
         engine=Engine() if engine is None else check_instance(engine, "engine", Engine))
     return X, C, options
@@ -93,7 +99,7 @@ def check_run(model, X, init, n_layers, rng, reembed, warn, keep_assignments, di
 def apply_layers(model, X, C, options):
     """``(trajectory, last, tie)``: the layers applied to ``X`` and the initial centers ``C`` (validated, in
     the run's frame), a batch's tasks split over the engine's threads; the last layer's assignment block
-    (with ``options.all``, for the split-assignment check); the first point a hardmax shared between tied
+    (with ``options.split``, for the split-assignment check); the first point a hardmax shared between tied
     centers, ``(layer, task, point, points shared, centers)``, or None.
 
     Every task's numbers are those of running it alone, so the split changes nothing; a random model runs
@@ -134,7 +140,7 @@ def _apply(model, X, C, options):
         if layer.first_bad is not None:
             raise ValueError(f"{model.name}: non-finite assignments appeared (first at layer {layer.first_bad}); "
                              "the scores overflowed - lower gamma or rescale X")
-    return traj, layer.last() if options.all and options.n_layers else None, layer.first_tie
+    return traj, layer.last() if options.split and options.n_layers else None, layer.first_tie
 
 
 class _TokenLayers:

@@ -85,11 +85,11 @@ class Identity:
 MAX_POINTS = 6
 
 
-def _checked(model, n=None, low=1):
-    """``n`` validated (None: not asked; at least ``low``, the points a statement names), once ``model`` is a
-    model: the lemmas' one check of their inputs."""
+def _checked(model, n=None, low=1, required=False):
+    """``n`` validated (None: not asked, unless ``required``; at least ``low``, the points a statement names),
+    once ``model`` is a model: the lemmas' one check of their inputs."""
     check_instance(model, "model", KMeansTransformer)
-    return None if n is None else check_int(n, "n", low=low, high=MAX_POINTS)
+    return None if n is None and not required else check_int(n, "n", low=low, high=MAX_POINTS)
 
 
 def exact(W):
@@ -315,7 +315,7 @@ def _means(X, labels, k):
 
 def center_lemmas(model, n=3):
     """For every one-hot assignment of ``n`` points, CAC writes each cluster's mean and SAC writes ``-c_j``."""
-    n = _checked(model, n)
+    n = _checked(model, n, required=True)
     layout = model.layout
     for labels in itertools.product(range(layout.k), repeat=n):
         P, Q, X, _, C = symbolic_tokens(layout, n, labels)
@@ -338,7 +338,7 @@ def layer_lemma(model, n=3):
     CAX's output is the value of the center each point is assigned to, SAX's the value of the point itself
     (the arg-max sets the score lemmas prove); CAC and SAC are computed; the FFN, if any, is applied.
     """
-    n = _checked(model, n)
+    n = _checked(model, n, required=True)
     layout = model.layout
     for labels in itertools.product(range(layout.k), repeat=n):
         new_P, new_Q, expected_P, expected_Q = _one_layer(model, labels)
@@ -427,7 +427,7 @@ def prove(model, n=3):
     ``model``: a Theorem 2.1 or 2.2 construction at ``gamma = inf`` (every configuration). Raises
     :class:`SymbolicCheckError` naming the first lemma that fails and its residual.
     """
-    n = _checked(model, n, low=2)
+    n = _checked(model, n, low=2, required=True)
     proved = [cax_lemma(model, min(n, 2)), sax_lemma(model, n), center_lemmas(model, n), layer_lemma(model, n)]
     if model.ffn is not None:
         proved.append(ffn_lemma(model))

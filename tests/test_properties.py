@@ -191,7 +191,7 @@ def test_theorem_2_2_decides_as_exact_arithmetic_outside_the_rounding_of_its_nor
     X, C = problem
     d = X.shape[1]
     band = 4 * (d + 1) * np.finfo(float).eps * np.max(np.sum(C * C, axis=1))
-    labels = dot_product_lloyd_transformer(d, C.shape[0], config=config).run(X, C, 1).labels[0]
+    labels = dot_product_lloyd_transformer(d, C.shape[0], config=config).run(X, C, 1, warn=False).labels[0]
     exact = _exact_labels(X, C)
     for i, distances in enumerate(_exact_squared_distances(X, C)):
         if labels[i] != exact[i]:
@@ -417,3 +417,48 @@ def test_no_construction_gives_a_wrong_answer_on_near_duplicates_without_a_warni
         np.testing.assert_allclose(traj.centers, ref.centers, rtol=0, atol=1e-12 * max(1.0, np.max(np.abs(X))))
     # only a point self-attention that is an attention with rounded scores can be unable to tell points apart
     assert not told or (theorem, config) == ("2.2", "all-attention")
+
+
+@st.composite
+def far_exact_ties(draw):
+    """Points around 1e6 or 1e7 on a grid of a tenth, starts among them, and point 0 exactly between two
+    starts (whose dot-product scores may round apart); with a far point, the run cannot shift the data."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    d, k = draw(st.integers(1, 2)), draw(st.integers(2, 3))
+    offset = draw(st.sampled_from([1e6, 1e7]))
+    X = offset + rng.integers(-50, 50, size=(20, d)) * draw(st.sampled_from([1.0, 0.1])) + rng.standard_normal(
+        (20, d)) * draw(st.sampled_from([0.0, 1.0]))
+    init = X[rng.choice(20, size=k, replace=False)].copy()
+    X[0] = (init[0] + init[1]) / 2
+    if draw(st.booleans()):
+        X = np.vstack([X, 3 * X[:1]])
+    return X, init
+
+
+@pytest.mark.filterwarnings("ignore:.*point self-attention")  # any warning counts as said; this one is common
+@settings(SETTINGS, max_examples=300)
+@given(problem=st.one_of(near_ties(), far_exact_ties()),
+       build=st.sampled_from([("2.1", "validated"), ("2.1", "paper"), ("2.1", "all-attention"),
+                              ("2.2", "validated"), ("2.2", "all-attention")]),
+       reference=st.sampled_from(sorted(ENGINES)), warn=st.sampled_from(["ties", True]))
+def test_no_run_at_gamma_inf_parts_from_lloyd_without_a_warning(problem, build, reference, warn):
+    # Both theorems, every engine, the defaults and warn=True, on tie-heavy data and far from the origin:
+    # the run equals Lloyd's algorithm (labels, and centers to the rounding of their means), or says why not.
+    import warnings
+
+    X, init = problem
+    theorem, config = build
+    model = (lloyd_transformer if theorem == "2.1" else dot_product_lloyd_transformer)(X.shape[1], init.shape[0],
+                                                                                        config=config)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        try:
+            run = model.run(X, init, 4, warn=warn, engine=ENGINES[reference])
+        except ValueError as refused:  # the paper's linear CAC refuses a negative weight: said, not silent
+            assert "linear attention needs non-negative scores" in str(refused)
+            return
+    ref = lloyd(X, init, 4)
+    span = max(float(np.ptp(X)), 1e-300)
+    tol = 1e-12 * span + 4 * np.spacing(float(np.max(np.abs(X))))
+    parted = not np.array_equal(run.labels, ref.labels) or np.max(np.abs(run.centers - ref.centers)) > tol
+    assert not parted or any(issubclass(w.category, UserWarning) for w in said)
