@@ -40,12 +40,10 @@ from ._validation import (
 )
 from .attention import NORMALIZERS, check_tokens
 from .engine import Engine
-from .kernels.labels import dense_assignments, label_layer
-from .readout import _labels, _nearest_of_finite, choose_frame, shift_back
+from .readout import choose_frame, shift_back
 from .run_warnings import assumption_warning, resolution_warning, say_what_was_missed
 from .running import apply_layers, check_run
 from .tokens import TokenLayout
-from .trajectory import Trajectory, iterate
 
 __all__ = ["BLOCK_NAMES", "transformer_layer", "KMeansTransformer"]
 
@@ -308,109 +306,3 @@ class KMeansTransformer:
         if self.norm is not None:
             P, Q = self.norm(P), self.norm(Q)
         return P, Q
-
-    def _run_tasks(self, X, C, n_layers, rng, reembed, keep, diverged, engine, ties, need_last):
-        """:meth:`_run`, a batch's tasks split over the engine's threads.
-
-        Every task's numbers are those of running it alone, so the split
-        changes nothing; a random model runs in one piece (its draws follow
-        the batch order).
-        """
-        if X.ndim == 2 or self.needs_rng:
-            return self._run(X, C, n_layers, rng, reembed, keep, diverged, engine, ties, need_last)
-
-        def part(s):
-            traj, last, tie = self._run(X[s], C[s], n_layers, rng, reembed, keep, diverged, engine, ties,
-                                        need_last)
-            return traj, last, None if tie is None else (tie[0], tie[1] + s.start, *tie[2:])
-
-        parts = engine.map_tasks(part, X.shape[0])
-        if len(parts) == 1:
-            return parts[0]
-        trajs = [traj for traj, _, _ in parts]
-        joined = {name: None if getattr(trajs[0], name) is None
-                  else np.concatenate([getattr(t, name) for t in trajs], axis=1)
-                  for name in ("centers", "labels", "assignments")}
-        last = None if parts[0][1] is None else np.concatenate([last for _, last, _ in parts], axis=0)
-        ties = [tie for _, _, tie in parts if tie is not None]
-        return Trajectory(**joined), last, min(ties, key=lambda tie: tie[:2]) if ties else None
-
-    def _run(self, X, C, n_layers, rng, reembed, keep, diverged, engine, ties=False, need_last=True):
-        """Trusted kernel of :meth:`run`: the trajectory, the last layer's assignment block (with
-        ``need_last``), and with ``ties`` the first layer's first shared point, ``(layer, task, point, points
-        shared, centers)`` or None.
-
-        The labels engine runs a model of the labels pattern on labels
-        (:func:`kmt_ref.kernels.labels.label_layer`), every other engine on the layer's residual sums."""
-        layout = self.layout
-        has_y = "y" in layout.slices
-        lean = label_layer(self) if engine.labels and not reembed else None
-        if lean is None:
-            P, Q = self._embed(X, C)
-        else:  # the point tokens only where CAX's queries or CAC's values read more than X (no norm here)
-            Q = layout._tokens(C, is_center=True)
-            fixed = lean.fixed(X, lambda: layout._tokens(X, is_center=False), Q)
-        first_bad = first_tie = None
-        assigned = None  # the labels layer's last (labels, shared rows)
-
-        def labels_layer(t):
-            nonlocal Q, first_bad, first_tie, assigned
-            Q, labels, shared = lean.step(*fixed, Q)
-            assigned = labels, shared
-            tasks = [shared] if X.ndim == 2 else shared
-            if first_bad is None and not all(np.isfinite(w).all() for rows in tasks for w in rows.values()):
-                first_bad = t
-            if ties and first_tie is None:
-                for b, rows in enumerate(tasks):
-                    lab = labels if X.ndim == 2 else labels[b]
-                    below = sorted(i for i, w in rows.items() if w[lab[i]] < 1.0)  # a shared arg-max
-                    if below:
-                        row = rows[below[0]]
-                        first_tie = (t, b, below[0], len(below), np.flatnonzero(row == row.max()).tolist())
-                        break
-            Y = dense_assignments(labels, shared, self.k) if keep else None
-            return layout.read(Q, "x"), labels, Y
-
-        def layer(C, t):
-            nonlocal P, Q, first_bad, first_tie
-            if lean is not None:
-                return labels_layer(t)
-            if reembed and t > 0:
-                P, Q = self._embed(X, C)
-            P, Q = transformer_layer(P, Q, self.blocks, self.ffn, self.norm, rng=rng, engine=engine, overwrite=True)
-            if not has_y:
-                return layout.read(Q, "x"), _nearest_of_finite(X, C)
-            Y = layout.read(P, "y")
-            if not ties or first_tie is not None:
-                labels, finite = _labels(Y)
-            else:
-                labels, finite, tied = _labels(Y, ties=True)
-                if tied.any():
-                    where = np.unravel_index(int(np.argmax(tied)), tied.shape)  # the first task's first point
-                    row = Y[where]
-                    first_tie = (t, int(where[0]) if X.ndim == 3 else 0, int(where[-1]),
-                                 int(np.count_nonzero(tied[where[:-1]])), np.flatnonzero(row == row.max()).tolist())
-            if first_bad is None and not finite:
-                first_bad = t
-            return layout.read(Q, "x"), labels, Y
-
-        with np.errstate(**({"over": "ignore", "invalid": "ignore"} if diverged == "return" else {})):
-            # centers[0] is the embedded init read back: C unless a norm rescaled it
-            traj = iterate(layer, X, layout.read(Q, "x"), n_layers, keep_assignments=has_y and keep)
-        if lean is not None:
-            last = dense_assignments(*assigned, self.k) if need_last and n_layers else None
-        else:
-            last = layout.read(P, "y") if has_y and n_layers else None
-        if diverged == "raise":
-            bad_centers = ~np.isfinite(traj.centers).reshape(n_layers + 1, -1).all(axis=1)
-            if bad_centers.any():
-                raise ValueError(
-                    f"{self.name}: non-finite centers appeared (first at layer {int(np.argmax(bad_centers))}); "
-                    "the scores overflowed - lower gamma or rescale X"
-                )
-            if first_bad is not None:
-                raise ValueError(
-                    f"{self.name}: non-finite assignments appeared (first at layer {first_bad}); "
-                    "the scores overflowed - lower gamma or rescale X"
-                )
-        return traj, last, first_tie
