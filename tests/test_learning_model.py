@@ -88,7 +88,8 @@ def test_loaded_hand_built_model_reproduces_lloyd_transformer():
     X, init = sample_tasks(np.random.default_rng(2), 3, 15, d, k)
     ours = run_steps(theta, X, init, config, 4, reembed=True)
     for t in range(3):
-        ref = built.run(X[t], init[t], 4, reembed=True).centers
+        # far from Lloyd at gamma = 30 (the run would say so): compared as it is
+        ref = built.run(X[t], init[t], 4, reembed=True, warn=False).centers
         np.testing.assert_allclose(ours[:, t], ref, atol=1e-12)
     np.testing.assert_allclose(forward(theta, X, init, config), ours[1], atol=1e-12)
     # and back: the learnable parameters as a KMeansTransformer run the same way

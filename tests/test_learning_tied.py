@@ -81,8 +81,8 @@ def test_the_construction_is_a_tied_model_and_runs_lloyd_at_any_k(k_run):
     ours = run_steps(phi, X, init, config.at_k(k_run), 4)
     built = lloyd_transformer(2, k_run, gamma=40.0, config="all-attention")
     for t in range(3):
-        np.testing.assert_allclose(ours[:, t], built.run(X[t], init[t], 4, reembed=True).centers,
-                                   rtol=1e-11, atol=1e-12)
+        np.testing.assert_allclose(ours[:, t], built.run(X[t], init[t], 4, reembed=True, warn=False).centers,
+                                   rtol=1e-11, atol=1e-12)  # gamma = 40 is far from Lloyd: compared as is
 
 
 def test_tie_refuses_a_model_whose_maps_treat_ids_differently():

@@ -100,3 +100,17 @@ def test_readme_speed_ratios_are_the_committed_grid():
     assert said is not None
     for value, name in zip(said.groups(), ("2.1 gamma=inf", "2.2 gamma=inf"), strict=True):
         assert value == f"{max(r['ratios'][name] for r in rows):.2f}", name
+
+
+def test_readme_default_engine_ratios_are_the_committed_engines_record():
+    # "that took A–Bx `lloyd`'s time (Theorem 2.1) and C–Dx (Theorem 2.2)": the range over the committed
+    # bench --grid --engines of the blocks on tokens, the default engine.
+    from kmt_ref.programs.bench import COMMITTED_ENGINES, committed_grid
+
+    rows = committed_grid(COMMITTED_ENGINES)["rows"]
+    said = re.search(r"that took ([0-9.]+)–([0-9.]+)x `lloyd`'s time\s+\(Theorem 2\.1\) and ([0-9.]+)–([0-9.]+)x "
+                     r"\(Theorem 2\.2\)", README.read_text())
+    assert said is not None
+    for (low, high), name in zip((said.groups()[:2], said.groups()[2:]), ("2.1 blocks", "2.2 blocks"), strict=True):
+        ratios = [r["ratios"][name] for r in rows]
+        assert (low, high) == (f"{min(ratios):.2f}", f"{max(ratios):.2f}"), name
