@@ -22,7 +22,7 @@ plain attention beside the fast one, both short, chosen by name:
 Results do not depend on the engine: the attentions compute the same numbers
 (tested for every construction, variant and the learned model), the labels
 run the same assignments and centers to rounding (proved on every assignment
-pattern, :func:`kmt_ref.proofs.engine_lemma`), and every task's numbers are
+pattern, :func:`kmt_ref.symbolic_engines.engine_lemma`), and every task's numbers are
 those of running it alone, whatever the thread count (``tests/test_engine.py``).
 
 Models, the loss and training take ``engine=``; the command line builds one
@@ -101,5 +101,5 @@ class Engine:
 
 #: The reference attention of :mod:`kmt_ref.attention` on one thread.
 REFERENCE = Engine(reference=True)
-#: The labels run of a hardmax construction (:mod:`kmt_ref.kernels.labels`) on one thread.
+#: The labels run of a hardmax construction (``kmt_ref.kernels.labels``) on one thread.
 LABELS = Engine(labels=True)

@@ -2,7 +2,7 @@
 times the values.
 
 Scores (``gamma`` is applied by :func:`~kmt_ref.attention.attend`): ``"euclidean"``, ``-||q - k||^2``, and
-``"dot"``, ``q . k`` (:data:`SCORES`). A normalizer that decides (an arg-max, a support) ranks
+``"dot"``, ``q . k`` (``SCORES``). A normalizer that decides (an arg-max, a support) ranks
 :func:`fixed_order_scores`, summed coordinate by coordinate in one order, never a BLAS product whose
 rounding depends on the machine's kernel. The weights times the values are :func:`rows_product`, in which
 equal rows of weights give equal rows (two centers that average the same points come out equal, so a tie

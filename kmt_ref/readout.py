@@ -1,6 +1,6 @@
 """What a run of a :class:`~kmt_ref.layer.KMeansTransformer` does around its layers: the frame it measures
-the data from (:func:`choose_frame`), the labels it reads back from the tokens, and the centers shifted back
-to the data's coordinates (:func:`shift_back`).
+the data from (``choose_frame``), the labels it reads back from the tokens, and the centers shifted back
+to the data's coordinates (``shift_back``).
 
 None of this is the layer's mathematics (:func:`kmt_ref.layer.transformer_layer`): it is how a run keeps
 float64 faithful to it (a shift that rounds nothing, a warning where rounding decides) and reports it.

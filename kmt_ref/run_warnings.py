@@ -7,20 +7,20 @@ Every warning names the model, the layer, the task of a batch and the point, and
 for the result.
 
 ``run(warn=...)`` chooses the checks. Every run checks, before the first layer, the two closest distinct
-points against the model's ``resolution`` (:func:`resolution_warning`). ``"ties"`` (the default) adds the
+points against the model's ``resolution`` (``resolution_warning``). ``"ties"`` (the default) adds the
 check that costs nothing beside the layer: with a hardmax CAX, a point whose largest assignment weight is
 shared after some layer (its scores tied, so the hardmax shares it where the classical algorithm gives it
 to the lowest index), named at the first such layer; for a construction of Lloyd's algorithm
 (``follows_lloyd``) at ``gamma = inf`` also a label exact arithmetic gives elsewhere (Theorem 2.2's scores
 round) and a point within what the rounding of the means can move of a tie (Lloyd's algorithm averages in
-the data's coordinates, the run in its frame: :func:`lloyd_rounding_warning`, one product per layer), and at
-finite ``gamma`` split assignments after the last layer (:func:`split_warning`). ``True`` adds the checks
+the data's coordinates, the run in its frame: ``lloyd_rounding_warning``, one product per layer), and at
+finite ``gamma`` split assignments after the last layer (``split_warning``). ``True`` adds the checks
 that cost about a layer each:
-the model's ``assumption`` before every layer (:func:`assumption_warning`: exact ties and, for Theorem 2.2,
+the model's ``assumption`` before every layer (``assumption_warning``: exact ties and, for Theorem 2.2,
 near ties within its rounding; at finite ``gamma``, the softmax blocks' leaks and one layer's distance from
 Lloyd's step); with a hardmax CAX, after the run, a label that is not the nearest of the centers the run
 returns (a point within rounding of a tie: the run computes in coordinates shifted by the data's median and
-rounds its centers when it shifts them back); and after the last layer more than :data:`SPLIT_SHARE` of the
+rounds its centers when it shifts them back); and after the last layer more than ``SPLIT_SHARE`` of the
 points of some task with split assignments (at finite ``gamma``, too small a ``gamma`` for the data's scale;
 :func:`kmt_ref.min_gamma` says how large it must be). ``False``: only the resolution check.
 """
@@ -123,7 +123,7 @@ def say_what_was_missed(model, X, origin, traj, moved, last, tie, told, checks):
 
 
 def split_warning(model, last):
-    """Warn when more than :data:`SPLIT_SHARE` of the points of a task have split assignments after the last
+    """Warn when more than ``SPLIT_SHARE`` of the points of a task have split assignments after the last
     layer (``last`` (..., n, k), its assignment block)."""
     split = 1.0 - np.max(last, axis=-1) > SPLIT_TOL  # (..., n)
     share = np.mean(split, axis=-1)

@@ -1,12 +1,12 @@
 """The steps of :meth:`KMeansTransformer.run <kmt_ref.layer.KMeansTransformer.run>`: its inputs checked
-(:func:`check_run`), then its layers applied (:func:`apply_layers`).
+(``check_run``), then its layers applied (``apply_layers``).
 
 ``apply_layers`` is the trusted kernel: validated arrays in, a :class:`~kmt_ref.trajectory.Trajectory` out.
 Each layer is the model's :func:`~kmt_ref.layer.transformer_layer` on the tokens
 (:meth:`KMeansTransformer.layer <kmt_ref.layer.KMeansTransformer.layer>`), computed by the run's
 :class:`~kmt_ref.engine.Engine`, except where the caller named the labels run
 (:data:`~kmt_ref.engine.LABELS`), which replaces the layer of a hardmax construction by its labels
-(:mod:`kmt_ref.kernels.labels`).
+(``kmt_ref.kernels.labels``).
 """
 
 from dataclasses import dataclass

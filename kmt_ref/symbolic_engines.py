@@ -194,7 +194,7 @@ def engine_lemma(model, engine, n=3):
         and half; a Euclidean hardmax CAC states something else of ties).
     engine : Engine or str
         An :class:`~kmt_ref.engine.Engine`, or a name of :data:`ENGINES`. The labels run needs a model of
-        its pattern (:func:`~kmt_ref.kernels.labels.label_layer`).
+        its pattern (``kmt_ref.kernels.labels.label_layer``).
     n : int
         Points, 1 to :data:`~kmt_ref.symbolic.MAX_POINTS`.
 
