@@ -109,12 +109,9 @@ def say_what_was_missed(model, X, origin, traj, moved, last, tie, told, checks):
         # point nearly as near two centers may then be nearer another returned center than its own.
         parted = _first_not_nearest(X + origin, traj.centers, traj.labels)  # X + origin: exact, as the shift
         if parted is not None:
-            t, task, i, label, nearest = parted
-            where = f" in task {task}" if batch else ""
-            warnings.warn(f"{model.name}: layer {t + 1}{where} gives point {i} to center {label}, but center "
-                          f"{nearest} of the centers the run returns is nearer (the run computes in coordinates "
-                          "shifted by the data's median and rounds its centers when it shifts them back): the "
-                          f"point is within rounding of a tie; {_PARTS}", stacklevel=_CALLER - 1)
+            _parted_warning(model, parted, batch, "but center {nearest} of the centers the run returns is nearer "
+                            "(the run computes in coordinates shifted by the data's median and rounds its centers "
+                            "when it shifts them back): the point is within rounding of a tie", _CALLER)
             told = True
     if checks.ties and model.follows_lloyd and not told:
         lloyd_rounding_warning(model, X, origin, moved)
@@ -161,12 +158,9 @@ def lloyd_rounding_warning(model, X, origin, moved):
     batch = X.ndim == 3
     parted = _first_not_nearest(X, moved.centers, moved.labels)  # in the frame: the run's own centers
     if parted is not None:
-        t, task, i, label, nearest = parted
-        where = f" in task {task}" if batch else ""
-        warnings.warn(f"{model.name}: layer {t + 1}{where} gives point {i} to center {label}, where exact "
-                      f"arithmetic, as Lloyd's algorithm, gives it to center {nearest} (nearer, or as near with a "
-                      "lower index): the layer's scores round, and the point is within their rounding of a tie; "
-                      f"{_PARTS}", stacklevel=_CALLER)
+        _parted_warning(model, parted, batch, "where exact arithmetic, as Lloyd's algorithm, gives it to center "
+                        "{nearest} (nearer, or as near with a lower index): the layer's scores round, and the point "
+                        "is within their rounding of a tie", _CALLER + 1)
         return True
     near = _first_within_mean_rounding(X, origin, moved)
     if near is None:
@@ -226,3 +220,12 @@ def _first_within_mean_rounding(X, origin, moved):
                 return (t, int(b) if X.ndim == 3 else None, int(i), j, l, float(direct[l] - direct[j]),
                         float(exact_band), float(R[b]))
     return None
+
+
+def _parted_warning(model, parted, batch, cause, stacklevel):
+    """Warn that layer ``t + 1`` gives a point to a center other than the nearest: ``parted`` is
+    ``(t, task, point, label, nearest)``, ``cause`` says why (``{nearest}`` stands for that center)."""
+    t, task, i, label, nearest = parted
+    where = f" in task {task}" if batch else ""
+    warnings.warn(f"{model.name}: layer {t + 1}{where} gives point {i} to center {label}, "
+                  f"{cause.format(nearest=nearest)}; {_PARTS}", stacklevel=stacklevel)

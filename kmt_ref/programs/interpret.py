@@ -355,6 +355,17 @@ def _held_out_finals(run, n_tasks, soft_beta, fit, n_steps, engine):
                                                                    fit["sharpness"])[0][-1])}
 
 
+def each_layer(models, n_tasks, progress, what):
+    """``(kind, run, rng, X, init)`` for each trained layer: ``"tied"`` or ``"standard"``, a generator seeded by its
+    seed, and its first ``n_tasks`` held-out tasks; said on stderr with ``progress``."""
+    for r in models:
+        kind = "tied" if r.config.tied else "standard"
+        if progress:
+            print(f"  {what}: {kind} layer, seed {r.config.seed}", file=sys.stderr, flush=True)
+        X, init = evaluation_tasks(r.config, n_tasks)
+        yield kind, r, np.random.default_rng(r.config.seed), X, init
+
+
 def _fitted(scale, results_dir, n_steps):
     """``(soft_beta, leaky fit through n_steps)`` as the interpret experiment fitted them: its result in
     ``results_dir`` if a run wrote one, else the committed one."""
@@ -396,13 +407,8 @@ def symmetric(scale="paper", results_dir=None, train_missing=True, progress=True
     out = dict(**runs.status(standard), tied_status=runs.status(tied_models), n_tasks=n_tasks, n_eval_steps=n_steps,
                relabellings=AVERAGED_RELABELLINGS, best_of=BEST_OF, soft_beta=soft_beta, leaky_fit=fit,
                standard=[], tied=[])
-    for r in standard + tied_models:
-        kind = "tied" if r.config.tied else "standard"
-        if progress:
-            print(f"  symmetric: {kind} layer, seed {r.config.seed}", file=sys.stderr, flush=True)
-        rng = np.random.default_rng(r.config.seed)
+    for kind, r, rng, X, init in each_layer(standard + tied_models, n_tasks, progress, "symmetric"):
         model = r.config.model
-        X, init = evaluation_tasks(r.config, n_tasks)
         layer = run_steps(r.theta, X, init, model, n_steps, engine=engine)
         lloyd_final = np.log(kmeans_objective(X, lloyd(X, init, n_steps).centers[-1]))
         best_final = best_of_restarts(X, init.shape[1], n_steps, rng, BEST_OF)

@@ -12,7 +12,6 @@ coordinates alike. Here each target, the standard and the tied layer alike, is a
 null of the final-objective correlation is the layer against its own transformed twin (one group element).
 """
 
-import sys
 
 import numpy as np
 
@@ -24,7 +23,7 @@ from ..objective import kmeans_objective
 from . import runs
 from .dissection import DISSECTION_TASKS
 from .fidelity import best_of_restarts, candidate_steps, cube_symmetries, group_averaged_step, trajectory
-from .interpret import BEST_OF, _against, _distilled, _distilled_steps, _fitted
+from .interpret import BEST_OF, _against, _distilled, _distilled_steps, _fitted, each_layer
 
 __all__ = ["full_group", "symmetric_layer", "AVERAGED"]
 
@@ -47,13 +46,8 @@ def full_group(scale="paper", results_dir=None, train_missing=True, progress=Tru
     tied_models = runs.seed_models(scale, "d+k", results_dir, train_missing, progress, seeds, engine, tied=True)
     out = dict(**runs.status(standard), tied_status=runs.status(tied_models), n_tasks=n_tasks, n_eval_steps=n_steps,
                averaged=AVERAGED, best_of=BEST_OF, soft_beta=soft_beta, leaky_fit=fit, standard=[], tied=[])
-    for r in standard + tied_models:
-        kind = "tied" if r.config.tied else "standard"
-        if progress:
-            print(f"  full-group: {kind} layer, seed {r.config.seed}", file=sys.stderr, flush=True)
-        rng = np.random.default_rng(r.config.seed)
+    for kind, r, rng, X, init in each_layer(standard + tied_models, n_tasks, progress, "full-group"):
         model = r.config.model
-        X, init = evaluation_tasks(r.config, n_tasks)
         elements = cube_symmetries(rng, init.shape[1], X.shape[-1], 2 * AVERAGED + 1)
         average = group_averaged_step(r.theta, model, elements[:AVERAGED], engine)
         target = trajectory(average, X, init, n_steps)
