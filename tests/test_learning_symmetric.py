@@ -28,7 +28,6 @@ def test_the_layer_commutes_with_every_symmetry_of_the_task_law():
     X, init = sample_tasks(np.random.default_rng(2), 5, 30, 3, 4)
     own = run_steps(theta, X, init, config, 2)[1:]
     for element in cube_symmetries(np.random.default_rng(3), 4, 3, 6):
-        ids, coords, flips = element
         step = group_averaged_step(theta, config, [element])
         np.testing.assert_allclose(step(X, init), own[0], rtol=0, atol=1e-13)
     # and the untied layer does not (a random one moves by a large part of its step)
@@ -75,3 +74,15 @@ def test_the_step_written_out_in_its_scalars_is_the_layer_s_step():
         step = run_steps(theta, X, init, config, 1)[1]
         assert np.max(np.abs(step - init)) > 0.05
         np.testing.assert_allclose(symmetric_step(theta, config, X, init), step, rtol=0, atol=1e-13)
+
+
+def test_the_written_out_step_refuses_what_it_cannot_read():
+    from kmt_ref.learning.sharing import symmetric_step
+
+    config = ModelConfig(2, 3, symmetric=True)
+    theta = init_params(config, np.random.default_rng(0))
+    X, init = sample_tasks(np.random.default_rng(1), 2, 10, 2, 3)
+    with pytest.raises(ValueError, match="init"):
+        symmetric_step(theta, config, X, init[:1])
+    with pytest.raises(ValueError, match="symmetric"):
+        symmetric_scalars(init_params(ModelConfig(2, 3), np.random.default_rng(0)), ModelConfig(2, 3))

@@ -10,7 +10,8 @@ import dataclasses
 
 import numpy as np
 
-from .._validation import check_bool
+from .._validation import check_batch, check_bool
+from ..attention import softmax
 from ..layer import BLOCK_NAMES
 from .model import WEIGHT_NAMES, _untie, unflatten
 
@@ -125,12 +126,6 @@ def symmetric_scalars(theta, config):
     return out
 
 
-def _softmax_rows(logits):
-    shifted = logits - np.max(logits, axis=-1, keepdims=True)
-    w = np.exp(shifted)
-    return w / np.sum(w, axis=-1, keepdims=True)
-
-
 def symmetric_step(theta, config, X, C):
     """One step of a symmetric layer written out in its scalars: the new centers ``(B, k, d)``.
 
@@ -152,6 +147,7 @@ def symmetric_step(theta, config, X, C):
     itself alone. The centers are ``x~ + 1/2``; tested equal to
     :func:`~kmt_ref.learning.model.run_steps` to rounding.
     """
+    X = check_batch(X, C)  # (B, n, d) and (B, k, d), finite: fresh float64 copies
     s = symmetric_scalars(theta, config)
     g = config.gamma
     Xc, Cc = np.asarray(X, dtype=np.float64) - 0.5, np.asarray(C, dtype=np.float64) - 0.5
@@ -160,14 +156,14 @@ def symmetric_step(theta, config, X, C):
         return np.sum((A[..., :, None, :] - B[..., None, :, :]) ** 2, axis=-1)
 
     cax, sax, cac, sac = (s[b] for b in ("CAX", "SAX", "CAC", "SAC"))
-    w = _softmax_rows(-g * sq(cax["q"]["alpha"] * Xc, cax["k"]["alpha"] * Cc))
-    u = _softmax_rows(-g * sq(sax["q"]["alpha"] * Xc, sax["k"]["alpha"] * Xc))
+    w = softmax(-g * sq(cax["q"]["alpha"] * Xc, cax["k"]["alpha"] * Cc))
+    u = softmax(-g * sq(sax["q"]["alpha"] * Xc, sax["k"]["alpha"] * Xc))
     moved = Xc + cax["v"]["alpha"] * w @ Cc + sax["v"]["alpha"] * u @ Xc
     lq, lk, lv = cac["q"]["lambda"], cac["k"]["lambda"], cax["v"]["lambda"]
     logits = g * (2 * lq * lk * lv * np.swapaxes(w, -1, -2) - (lk * lv) ** 2 * np.sum(w * w, axis=-1)[..., None, :]
                   - sq(cac["q"]["alpha"] * Cc, cac["k"]["alpha"] * moved))
-    a = _softmax_rows(logits)
+    a = softmax(logits)
     k = Cc.shape[-2]
-    b = _softmax_rows(g * (2 * sac["q"]["lambda"] * sac["k"]["lambda"] * np.eye(k)
+    b = softmax(g * (2 * sac["q"]["lambda"] * sac["k"]["lambda"] * np.eye(k)
                            - sq(sac["q"]["alpha"] * Cc, sac["k"]["alpha"] * Cc)))
     return Cc + cac["v"]["alpha"] * a @ moved + sac["v"]["alpha"] * b @ Cc + 0.5
